@@ -1,0 +1,16 @@
+#!/bin/sh
+# Install everything ipu-exec needs to build, test and make its test models,
+# from Debian 12's packages. Run as root (or with sudo).
+set -eu
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+    build-essential autoconf automake libtool pkg-config \
+    libopenmpi-dev openmpi-bin libucx-dev \
+    protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
+    libhwloc-dev libopenblas-dev libcmocka-dev \
+    python3 python3-numpy python3-onnx python3-torch python3-torchvision \
+    >/dev/null
+echo "install-deps: done"

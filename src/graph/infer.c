@@ -1,0 +1,187 @@
+/* Op binding, static shape/dtype inference and constant folding.
+ *
+ * Inference walks the topological order once; each op's infer() sets its
+ * outputs' dtype and shape. A node whose inputs are all constant is run at
+ * once (constant folding), which resolves the Shape -> Gather -> Unsqueeze ->
+ * Concat -> Reshape chains that PyTorch exports, so every value ends with a
+ * static shape. */
+#include "graph/op.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup)
+{
+    char list[900];
+    size_t off = 0;
+    int missing = 0;
+    list[0] = '\0';
+    for (int i = 0; i < g->n_nodes; i++) {
+        ipu_node_t *n = &g->nodes[i];
+        n->op = lookup(n->domain, n->op_type, n->opset);
+        if (n->op != NULL)
+            continue;
+        if (missing++ < 12 && off < sizeof(list))
+            off += (size_t)snprintf(list + off, sizeof(list) - off, "%s'%s' (%s%s%s-%d)",
+                                    missing > 1 ? ", " : "", n->name, n->domain,
+                                    n->domain[0] ? "." : "", n->op_type, n->opset);
+    }
+    if (missing == 0)
+        return IPU_OK;
+    if (missing > 12 && off < sizeof(list))
+        snprintf(list + off, sizeof(list) - off, " and %d more", missing - 12);
+    return ipu_error(IPU_ERR_UNSUPPORTED,
+                     "%d unsupported node%s (op-opset): %s; see docs/ops.md for the supported operators",
+                     missing, missing > 1 ? "s" : "", list);
+}
+
+static int all_inputs_const(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0 && g->values[n->inputs[k]].data == NULL)
+            return 0;
+    return 1;
+}
+
+static int all_outputs_const(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && g->values[n->outputs[k]].data == NULL)
+            return 0;
+    return 1;
+}
+
+/* Run node n on constant inputs; its outputs become owned constants. */
+static ipu_status_t fold_node(ipu_graph_t *g, ipu_node_t *n)
+{
+    ipu_tensor_t in[n->n_inputs + 1], out[n->n_outputs + 1];
+    ipu_kernel_ctx_t ctx = {.threads = 1};
+    ipu_status_t st = IPU_OK;
+    for (int k = 0; k < n->n_inputs; k++)
+        in[k] = ipu_value_tensor(g, n->inputs[k]);
+    for (int k = 0; k < n->n_outputs; k++) {
+        out[k] = ipu_value_tensor(g, n->outputs[k]);
+        out[k].data = NULL;
+        if (n->outputs[k] >= 0 && (st = ipu_tensor_alloc(&out[k])) != IPU_OK)
+            goto fail;
+    }
+    if (n->op->scratch) {
+        ctx.scratch_bytes = n->op->scratch(g, n);
+        if (ctx.scratch_bytes) {
+            ctx.scratch = aligned_alloc(64, (ctx.scratch_bytes + 63) / 64 * 64);
+            if (ctx.scratch == NULL) {
+                st = ipu_error(IPU_ERR_NO_MEMORY, "node '%s' (%s): no memory to fold constants",
+                               n->name, n->op_type);
+                goto fail;
+            }
+        }
+    }
+    st = n->op->run(n, in, out, &ctx);
+    free(ctx.scratch);
+    if (st != IPU_OK)
+        goto fail;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (n->outputs[k] < 0)
+            continue;
+        ipu_value_t *v = &g->values[n->outputs[k]];
+        v->data = out[k].data;
+        v->data_kind = IPU_CONST_OWNED;
+        v->flags |= IPU_VALUE_FOLDED;
+    }
+    n->folded = 1;
+    return IPU_OK;
+fail:
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0)
+            free(out[k].data);
+    return st;
+}
+
+ipu_status_t ipu_graph_infer(ipu_graph_t *g)
+{
+    if (g->order == NULL)
+        return ipu_error(IPU_ERR_INTERNAL, "ipu_graph_infer before ipu_graph_toposort");
+    for (int k = 0; k < g->n_inputs; k++) {
+        const ipu_value_t *v = &g->values[g->inputs[k]];
+        if (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED)
+            return ipu_error(IPU_ERR_INPUT, "graph input '%s' has no shape or dtype; "
+                             "give the input a concrete tensor", v->name);
+        for (int d = 0; d < v->rank; d++)
+            if (v->dims[d] < 0)
+                return ipu_error(IPU_ERR_INPUT, "graph input '%s' dimension %d is symbolic (%s); "
+                                 "give a concrete input tensor", v->name, d,
+                                 v->dim_param[d] ? v->dim_param[d] : "unknown");
+    }
+    /* forget what an earlier inference folded (the input shapes may differ) */
+    for (int v = 0; v < g->n_values; v++) {
+        ipu_value_t *val = &g->values[v];
+        if (!(val->flags & IPU_VALUE_FOLDED))
+            continue;
+        if (val->data_kind == IPU_CONST_OWNED)
+            free(val->data);
+        val->data = NULL;
+        val->data_kind = IPU_CONST_NONE;
+        val->flags &= ~(unsigned)IPU_VALUE_FOLDED;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        ipu_node_t *n = &g->nodes[g->order[i]];
+        if (n->op == NULL)
+            return ipu_error(IPU_ERR_INTERNAL, "node '%s' is not bound to an op", n->name);
+        for (int k = 0; k < n->n_inputs; k++) {
+            const ipu_value_t *v = ipu_node_input(g, n, k);
+            if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))
+                return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): input '%s' has no "
+                                 "known shape", n->name, n->op_type, v->name);
+        }
+        /* a node bound again (new input shapes) starts from fresh state */
+        if (n->op->fini && n->state)
+            n->op->fini(n);
+        n->state = NULL;
+        n->folded = 0;
+        ipu_status_t st = n->op->infer(g, n);
+        if (st != IPU_OK)
+            return st;
+        for (int k = 0; k < n->n_outputs; k++) {
+            const ipu_value_t *v = ipu_node_output(g, n, k);
+            if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))
+                return ipu_error(IPU_ERR_INTERNAL, "node '%s' (%s): output '%s' shape not "
+                                 "inferred", n->name, n->op_type, v->name);
+        }
+        if (all_outputs_const(g, n)) { /* infer() computed them (Shape, Size) */
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0)
+                    g->values[n->outputs[k]].flags |= IPU_VALUE_FOLDED;
+            n->folded = 1;
+        }
+        else if (all_inputs_const(g, n) && (st = fold_node(g, n)) != IPU_OK)
+            return st;
+    }
+    return IPU_OK;
+}
+
+ipu_status_t ipu_op_axis(const ipu_node_t *n, int64_t axis, int rank, int *out)
+{
+    if (axis < -rank || axis >= (rank > 0 ? rank : 1))
+        return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): axis %lld out of range for rank %d",
+                         n->name, n->op_type, (long long)axis, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return IPU_OK;
+}
+
+ipu_status_t ipu_op_broadcast(const ipu_node_t *n, int ra, const int64_t *a,
+                              int rb, const int64_t *b, int *rout, int64_t *out)
+{
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
+        int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+        if (da != db && da != 1 && db != 1)
+            return ipu_error(IPU_ERR_SHAPE, "node '%s' (%s): shapes do not broadcast "
+                             "(dimension %d: %lld vs %lld)", n->name, n->op_type, i,
+                             (long long)da, (long long)db);
+        out[i] = da == 1 ? db : da;
+    }
+    *rout = r;
+    return IPU_OK;
+}

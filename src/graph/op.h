@@ -1,0 +1,85 @@
+/* The operator interface between graph/ (shape inference, constant folding)
+ * and exec/ops/ (the implementations). A registry of ipu_op_t entries is
+ * looked up by (domain, op_type, opset); graph passes take the lookup as a
+ * function so graph/ does not depend on exec/.
+ *
+ * An op entry implements one ONNX operator for the opset range
+ * [since_version, until_version] of its domain; the source file names the
+ * ONNX spec version (Operators.md, "OpName-N") it follows. */
+#ifndef IPU_GRAPH_OP_H
+#define IPU_GRAPH_OP_H
+
+#include "graph/ir.h"
+
+typedef struct ipu_kernel_ctx {
+    int threads;          /* threads the kernel may use (>= 1) */
+    void *scratch;        /* op->scratch() bytes, 64-byte aligned, or NULL */
+    size_t scratch_bytes;
+} ipu_kernel_ctx_t;
+
+enum {
+    /* Output 0 is input 0's bytes unchanged (Reshape, Flatten, Squeeze,
+     * Unsqueeze, Identity, Dropout): the planner may alias the buffers and
+     * skip run(); run() must still work (it copies) for non-aliased use. */
+    IPU_OP_ALIAS_INPUT0 = 1u << 0,
+};
+
+typedef struct ipu_op {
+    const char *domain;          /* "" for the default ONNX domain */
+    const char *op_type;
+    int since_version;           /* first opset this entry implements */
+    int until_version;           /* last opset this entry implements */
+    unsigned flags;              /* IPU_OP_* */
+
+    /* Validate attributes and input dtypes/shapes (all inputs' shapes are
+     * known; constant inputs have value->data) and set every output's dtype
+     * and shape with ipu_value_set_shape(). May set n->state. An op whose
+     * output is known without running (Shape, Size) may also set the output
+     * constant with ipu_value_set_const(). Errors: IPU_ERR_SHAPE for
+     * inconsistent shapes/dtypes, IPU_ERR_UNSUPPORTED for an attribute value
+     * or dtype not implemented, IPU_ERR_INVALID_MODEL for missing/invalid
+     * attributes or a needed input that is not constant; the message (set
+     * with ipu_error) names the node: "node 'X' (Conv): ...". */
+    ipu_status_t (*infer)(ipu_graph_t *g, ipu_node_t *n);
+
+    /* Scratch bytes run() needs (im2col buffers ...), or NULL for none.
+     * Called after infer, shapes known. */
+    size_t (*scratch)(const ipu_graph_t *g, const ipu_node_t *n);
+
+    /* Compute outputs from inputs. in[i] is a view of input slot i (data NULL
+     * for an absent optional); out[i] views preallocated output buffers of the
+     * inferred shapes (data NULL for an absent optional output). Must not
+     * allocate on the hot path: use ctx->scratch. Errors: IPU_ERR_INPUT for a
+     * data-dependent failure (index out of range ...). */
+    ipu_status_t (*run)(const ipu_node_t *n, const ipu_tensor_t *in,
+                        ipu_tensor_t *out, ipu_kernel_ctx_t *ctx);
+
+    /* Free n->state (may be NULL if the op keeps none). */
+    void (*fini)(ipu_node_t *n);
+} ipu_op_t;
+
+/* Lookup function: the entry implementing (domain, op_type) at opset, or NULL. */
+typedef const ipu_op_t *(*ipu_op_lookup_fn)(const char *domain, const char *op_type, int opset);
+
+/* Bind every node to its op. An error (IPU_ERR_UNSUPPORTED) lists every
+ * unsupported node by name and op type (and opset), not just the first. */
+ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup);
+
+/* Infer dtypes/shapes of every value in topological order and fold
+ * constants: a node whose inputs are all constant is run now (op->run on
+ * malloc'd outputs), its outputs become IPU_VALUE_FOLDED constants and the
+ * node is marked folded. Graph inputs must have concrete shapes (set them from
+ * the user's tensors first). Requires ipu_graph_toposort() and bind_ops(). */
+ipu_status_t ipu_graph_infer(ipu_graph_t *g);
+
+/* Helpers for op implementations -------------------------------------- */
+
+/* Normalise a possibly negative axis for a tensor of rank r into [0, r);
+ * returns IPU_ERR_INVALID_MODEL (message names the node) when out of range. */
+ipu_status_t ipu_op_axis(const ipu_node_t *n, int64_t axis, int rank, int *out);
+/* NumPy multidirectional broadcasting of two shapes into out (rank, dims);
+ * IPU_ERR_SHAPE (message names the node) when they do not broadcast. */
+ipu_status_t ipu_op_broadcast(const ipu_node_t *n, int ra, const int64_t *a,
+                              int rb, const int64_t *b, int *rout, int64_t *out);
+
+#endif
