@@ -1,8 +1,13 @@
 #!/bin/sh
-# Configure (once) and build ipu-exec in the source tree.
+# Configure (once) and build ipu-exec out of tree, in build/ (or $BUILD_DIR).
+# Extra configure flags: IPU_CONFIGURE_FLAGS.
 set -eu
-cd "$(dirname "$0")/.."
-[ -x configure ] || autoreconf -fi >/dev/null
-[ -f Makefile ] || ./configure ${IPU_CONFIGURE_FLAGS:-} >/dev/null
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$top/build}
+cd "$top"
+[ -x configure ] || autoreconf -fi >/dev/null 2>&1
+mkdir -p "$build"
+cd "$build"
+[ -f Makefile ] || "$top/configure" ${IPU_CONFIGURE_FLAGS:-} >/dev/null
 make -j"$(nproc)" >/dev/null
-echo "build: done ($(pwd)/ipu-exec)"
+echo "build: done ($build/ipu-exec)"

@@ -1,26 +1,23 @@
 #!/bin/sh
-# Build, run the whole test suite (make check), then the unit tests again
-# under AddressSanitizer/UBSan in a separate build folder.
+# The test suite: build in build/, run make check (unit, model, conformance
+# and malformed-input tests), then build in build-asan/ with
+# -fsanitize=address,undefined and run the unit tests again.
 set -eu
-cd "$(dirname "$0")/.."
-IPU_CONFIGURE_FLAGS="--enable-werror" scripts/build.sh
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
 status=0
-make -j"$(nproc)" check || status=$?
-mkdir -p build-asan
-( cd build-asan && { [ -f Makefile ] || ../configure --enable-werror --enable-sanitizers >/dev/null; } \
-  && make -j"$(nproc)" check-unit ) || status=$?
-# one closing line for the whole run
-python3 - <<'PY' || true
-import glob, re
-p = f = s = 0
-for log in glob.glob("test-suite.log") + glob.glob("build-asan/test-suite.log"):
-    txt = open(log).read()
-    for key, var in (("PASS", "p"), ("FAIL", "f"), ("SKIP", "s"), ("ERROR", "e")):
-        m = re.search(r"^# %s: +(\d+)" % key, txt, re.M)
-        n = int(m.group(1)) if m else 0
-        if var == "p": p += n
-        elif var == "s": s += n
-        else: f += n
-print(f"{p} passed, {f} failed, {s} skipped")
-PY
+IPU_CONFIGURE_FLAGS="--enable-werror" scripts/build.sh
+( cd build && make -j"$(nproc)" check ) || status=1
+BUILD_DIR="$top/build-asan" IPU_CONFIGURE_FLAGS="--enable-werror --enable-sanitizers" scripts/build.sh \
+  && ( cd build-asan && make -j"$(nproc)" check-unit ) || status=1
+# one closing line for both runs
+passed=0; failed=0; skipped=0
+for log in build/test-suite.log build-asan/test-suite.log; do
+  [ -f "$log" ] || { failed=$((failed + 1)); continue; }
+  p=$(sed -n 's/^# PASS: *//p' "$log"); f=$(sed -n 's/^# FAIL: *//p' "$log")
+  e=$(sed -n 's/^# ERROR: *//p' "$log"); s=$(sed -n 's/^# SKIP: *//p' "$log")
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0})); skipped=$((skipped + ${s:-0}))
+done
+[ "$failed" -eq 0 ] || status=1
+echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

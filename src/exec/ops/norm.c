@@ -1,4 +1,215 @@
-/* placeholder until the family lands */
+/* Normalisations (Operators.md): BatchNormalization-7/9/14/15 (inference
+ * mode: running statistics; training outputs are rejected),
+ * InstanceNormalization-6, LayerNormalization-17 (axis, epsilon; Scale and
+ * B broadcast to the normalised shape; optional Mean and InvStdDev outputs
+ * computed). float only. */
+#include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 
-const ipu_op_t *const ipu_ops_norm[] = {NULL};
+#include <math.h>
+
+enum { N_BATCH, N_INSTANCE, N_LAYER };
+
+typedef struct norm_op {
+    ipu_op_t op;
+    int kind;
+} norm_op_t;
+
+#define NORM_OP(n) ((const norm_op_t *)(n)->op)
+
+/* y = (x - mean) * inv * s + b over a contiguous row; s, b per element or,
+ * with sstep 0, one value for the row. */
+IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int64_t len,
+                                float mean, float inv, const float *restrict s,
+                                const float *restrict b, int sstep)
+{
+    if (sstep) {
+        for (int64_t i = 0; i < len; i++)
+            y[i] = (x[i] - mean) * inv * s[i] + b[i];
+    } else {
+        const float a = inv * s[0], c = b[0] - mean * a;
+        for (int64_t i = 0; i < len; i++)
+            y[i] = x[i] * a + c;
+    }
+}
+
+/* mean and 1/sqrt(var + eps) of a contiguous row (two passes; tmp: len floats) */
+static void row_stats(const float *x, int64_t len, float eps, float *tmp, float *mean, float *inv)
+{
+    float m = len ? ipu_ew_sum_f32(x, len) / (float)len : 0.0f;
+    for (int64_t i = 0; i < len; i++)
+        tmp[i] = x[i] - m;
+    float var = len ? ipu_ew_dot_f32(tmp, tmp, len) / (float)len : 0.0f;
+    *mean = m;
+    *inv = 1.0f / sqrtf(var + eps);
+}
+
+static ipu_status_t check_channel_param(const ipu_graph_t *g, const ipu_node_t *n, int i,
+                                        int64_t c)
+{
+    const ipu_value_t *v = ipu_node_input(g, n, i);
+    if (v->dtype != IPU_DTYPE_FLOAT)
+        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported", i,
+                            ipu_dtype_name(v->dtype));
+    if (v->rank != 1 || v->dims[0] != c)
+        return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') must have shape [%lld]", i,
+                            v->name, (long long)c);
+    return IPU_OK;
+}
+
+static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
+{
+    int kind = NORM_OP(n)->kind;
+    ipu_status_t st = kind == N_BATCH    ? ipu_ew_check_arity(n, 5, 5, 5, 5)
+                      : kind == N_LAYER ? ipu_ew_check_arity(n, 2, 3, 2, 3)
+                                         : ipu_ew_check_arity(n, 3, 3, 3, 1);
+    if (st != IPU_OK)
+        return st;
+    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    if (x->dtype != IPU_DTYPE_FLOAT)
+        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
+                            ipu_dtype_name(x->dtype));
+    if (kind == N_LAYER) {
+        int axis;
+        if ((st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), x->rank, &axis)) != IPU_OK)
+            return st;
+        for (int i = 1; i < n->n_inputs; i++) {
+            const ipu_value_t *v = ipu_node_input(g, n, i);
+            int r;
+            int64_t dims[IPU_MAX_RANK];
+            if (v == NULL)
+                continue;
+            if (v->dtype != IPU_DTYPE_FLOAT)
+                return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported",
+                                    i, ipu_dtype_name(v->dtype));
+            if ((st = ipu_op_broadcast(n, x->rank - axis, x->dims + axis, v->rank, v->dims, &r,
+                                       dims)) != IPU_OK)
+                return st;
+            if (!ipu_shape_equal(r, dims, x->rank - axis, x->dims + axis))
+                return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') does not broadcast to "
+                                    "the normalised shape", i, v->name);
+        }
+        int64_t sdims[IPU_MAX_RANK];
+        for (int d = 0; d < x->rank; d++)
+            sdims[d] = d < axis ? x->dims[d] : 1;
+        for (int k = 1; k < 3; k++)
+            if (ipu_node_output(g, n, k))
+                ipu_value_set_shape(ipu_node_output(g, n, k), IPU_DTYPE_FLOAT, x->rank, sdims);
+    } else {
+        if (x->rank < 2)
+            return ipu_ew_error(IPU_ERR_SHAPE, n, "X must have rank >= 2, has %d", x->rank);
+        for (int i = 1; i < n->n_inputs; i++)
+            if ((st = check_channel_param(g, n, i, x->dims[1])) != IPU_OK)
+                return st;
+    }
+    if (kind == N_BATCH) {
+        int training = ipu_attr_int(n, "training_mode", 0) != 0;
+        for (int k = 1; k < n->n_outputs; k++)
+            training |= n->outputs[k] >= 0;
+        if (training)
+            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "training mode (batch statistics, "
+                                "running mean/var outputs) is not supported");
+        if (n->opset < 9 && ipu_attr_int(n, "spatial", 1) != 1)
+            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
+    }
+    ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
+    return IPU_OK;
+}
+
+static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    int axis = 1;
+    if (NORM_OP(n)->kind == N_LAYER &&
+        ipu_op_axis(n, ipu_attr_int(n, "axis", -1), x->rank, &axis) != IPU_OK)
+        return 0;
+    /* LayerNorm: a row, expanded scale and bias; InstanceNorm: a plane */
+    if (NORM_OP(n)->kind == N_BATCH)
+        return 0;
+    if (NORM_OP(n)->kind == N_INSTANCE)
+        return sizeof(float) * (size_t)ipu_shape_numel(x->rank - 2, x->dims + 2);
+    return 3 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis, x->dims + axis);
+}
+
+/* Expand a Scale/B tensor to the normalised shape (or a default value). */
+static const float *expand_param(const ipu_tensor_t *p, const ipu_tensor_t *x, int axis,
+                                 float dflt, float *buf, int64_t len)
+{
+    if (p->data == NULL) {
+        for (int64_t i = 0; i < len; i++)
+            buf[i] = dflt;
+        return buf;
+    }
+    if (ipu_tensor_numel(p) == len)
+        return p->data;
+    ipu_tensor_t dst = {.dtype = IPU_DTYPE_FLOAT, .rank = x->rank - axis, .data = buf};
+    memcpy(dst.dims, x->dims + axis, (size_t)dst.rank * sizeof(int64_t));
+    size_t esz = sizeof(float);
+    ipu_ew_apply(1, p, &dst, ipu_ew_copy_row, &esz);
+    return buf;
+}
+
+static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
+                             ipu_kernel_ctx_t *ctx)
+{
+    int kind = NORM_OP(n)->kind, axis = 1;
+    float eps = ipu_attr_float(n, "epsilon", 1e-5f);
+    const float *x = in[0].data;
+    float *y = out[0].data, *tmp = ctx->scratch;
+    if (kind == N_LAYER) {
+        ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis);
+        if (st != IPU_OK)
+            return st;
+        int64_t rows = ipu_shape_numel(axis, in[0].dims);
+        int64_t len = ipu_shape_numel(in[0].rank - axis, in[0].dims + axis);
+        ipu_tensor_t none = {0};
+        const float *s = expand_param(&in[1], &in[0], axis, 1.0f, tmp + len, len);
+        const float *b = expand_param(n->n_inputs > 2 ? &in[2] : &none, &in[0], axis, 0.0f,
+                                      tmp + 2 * len, len);
+        float *mo = n->n_outputs > 1 ? out[1].data : NULL;
+        float *io = n->n_outputs > 2 ? out[2].data : NULL;
+        for (int64_t r = 0; r < rows; r++) {
+            float mean, inv;
+            row_stats(x + r * len, len, eps, tmp, &mean, &inv);
+            norm_row(y + r * len, x + r * len, len, mean, inv, s, b, 1);
+            if (mo)
+                mo[r] = mean;
+            if (io)
+                io[r] = inv;
+        }
+        return IPU_OK;
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1];
+    int64_t S = ipu_shape_numel(in[0].rank - 2, in[0].dims + 2);
+    const float *scale = in[1].data, *bias = in[2].data;
+    if (kind == N_BATCH) {
+        const float *mean = in[3].data, *var = in[4].data;
+        for (int64_t c = 0; c < C; c++) {
+            float inv = 1.0f / sqrtf(var[c] + eps);
+            for (int64_t b = 0; b < N; b++) {
+                int64_t off = (b * C + c) * S;
+                norm_row(y + off, x + off, S, mean[c], inv, scale + c, bias + c, 0);
+            }
+        }
+        return IPU_OK;
+    }
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t c = 0; c < C; c++) {
+            int64_t off = (b * C + c) * S;
+            float mean, inv;
+            row_stats(x + off, S, eps, tmp, &mean, &inv);
+            norm_row(y + off, x + off, S, mean, inv, scale + c, bias + c, 0);
+        }
+    return IPU_OK;
+}
+
+#define ENTRY(NAME, SINCE, KIND) \
+    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, NULL}, KIND}
+
+static const norm_op_t ops[] = {
+    ENTRY("BatchNormalization", 7, N_BATCH),
+    ENTRY("InstanceNormalization", 6, N_INSTANCE),
+    ENTRY("LayerNormalization", 17, N_LAYER),
+};
+
+const ipu_op_t *const ipu_ops_norm[] = {&ops[0].op, &ops[1].op, &ops[2].op, NULL};

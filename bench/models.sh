@@ -1,0 +1,116 @@
+#!/bin/sh
+# Model latency of ipu-exec against onnxruntime (the peer), one core each.
+#
+#   bench/models.sh [NAME...]      default: every zoo model of make_models.py
+#
+# For each model (batch 1, opset 13; made by tests/models/make_models.py into
+# the same cache as the model tests) both engines run the same model.onnx on
+# the same test_data_set_0 inputs, pinned with taskset to the same single
+# core, 1 thread each, in alternating rounds (ipu-exec first in odd rounds,
+# onnxruntime first in even ones). Each round is one process of each engine
+# doing a warm-up and BENCH_RUNS timed runs; the figure reported is the
+# median over the rounds of each round's median. Prints a markdown table:
+# model, ipu-exec median ms, ORT median ms, ratio (ipu-exec / ORT), and
+# whether ipu-exec's --check passed in the first round.
+#
+# Environment: BENCH_MODELS (names, instead of arguments), BENCH_ROUNDS
+# (default 3), BENCH_RUNS (timed runs per round, default 10), BENCH_CORE
+# (default: the last core), IPU_EXEC (default $top_builddir/ipu-exec),
+# top_builddir (default: this tree), PYTHON_REF (default /usr/bin/python3),
+# MODEL_CACHE (default $top_builddir/tests/models/cache).
+# Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
+# missing (node/npm, torch, ipu-exec).
+set -eu
+# OpenBLAS tuning variables of the environment would make the comparison
+# unfair; the bench runs OpenBLAS with its own detection.
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+
+here=$(cd "$(dirname "$0")" && pwd)
+top_builddir=$(cd "${top_builddir:-$here/..}" && pwd)
+PYTHON_REF=${PYTHON_REF:-/usr/bin/python3}
+IPU_EXEC=${IPU_EXEC:-$top_builddir/ipu-exec}
+cache=${MODEL_CACHE:-$top_builddir/tests/models/cache}/b1_op13
+rounds=${BENCH_ROUNDS:-3}
+runs=${BENCH_RUNS:-10}
+core=${BENCH_CORE:-$(( $(nproc) - 1 ))}
+
+skip() { echo "bench/models.sh: SKIP: $*" >&2; exit 77; }
+die() { echo "bench/models.sh: $*" >&2; exit 1; }
+
+[ -x "$IPU_EXEC" ] || skip "$IPU_EXEC is not built (make)"
+command -v taskset >/dev/null 2>&1 || skip "taskset not found (util-linux)"
+"$PYTHON_REF" -c 'import torch, torchvision, onnx' 2>/dev/null ||
+    skip "$PYTHON_REF with torch, torchvision and onnx is needed to make the models"
+rc=0
+"$here/setup.sh" >&2 || rc=$?
+[ $rc -eq 0 ] || { [ $rc -eq 77 ] && exit 77; die "bench/setup.sh failed"; }
+
+names=${*:-${BENCH_MODELS:-$("$PYTHON_REF" "$here/../tests/models/make_models.py" --list)}}
+mkdir -p "$cache"
+# shellcheck disable=SC2086
+"$PYTHON_REF" "$here/../tests/models/make_models.py" "$cache" $names --batch 1 --opset 13 \
+    >&2 2>"$cache/bench-make.err" || { cat "$cache/bench-make.err" >&2; die "make_models.py failed"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1;
+    if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+ipu_round() { # model-dir extra-args... ; prints the median ms of one process
+    d=$1; shift
+    out=$tmp/ipu.out
+    taskset -c "$core" "$IPU_EXEC" "$d/model.onnx" --inputs "$d/test_data_set_0" \
+        --threads 1 --batches "$runs" "$@" >"$out" 2>&1 || {
+        sed 's/^/  ipu-exec: /' "$out" | tail -n 3 >&2; return 1; }
+    sed -n 's/^latency ms: median \([0-9.eE+-]*\) .*/\1/p' "$out" | grep . ||
+        { echo "  ipu-exec printed no latency line" >&2; return 1; }
+}
+
+ort_round() {
+    d=$1
+    out=$tmp/ort.out
+    taskset -c "$core" node "$here/ort_run.js" "$d/model.onnx" --inputs "$d/test_data_set_0" \
+        --threads 1 --runs "$runs" >"$out" 2>&1 || {
+        sed 's/^/  onnxruntime: /' "$out" | tail -n 3 >&2; return 1; }
+    sed -n 's/.*"median_ms":\([0-9.eE+-]*\).*/\1/p' "$out" | grep . ||
+        { echo "  ort_run.js printed no median" >&2; return 1; }
+}
+
+echo "ipu-exec vs onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version"):" \
+     "batch 1, 1 thread each, core $core, $rounds rounds x $runs runs" \
+     "($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))"
+echo
+echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec --check |"
+echo "|---|---:|---:|---:|---|"
+status=0
+for name in $names; do
+    d=$cache/$name
+    : >"$tmp/ipu.ms"; : >"$tmp/ort.ms"
+    check=pass ok=1 r=1
+    while [ $r -le "$rounds" ] && [ $ok -eq 1 ]; do
+        extra=""
+        [ $r -eq 1 ] && extra=--check
+        if [ $((r % 2)) -eq 1 ]; then
+            # shellcheck disable=SC2086
+            ms=$(ipu_round "$d" $extra) || { [ -n "$extra" ] && check=FAIL; ms=""; }
+            [ -n "$ms" ] && echo "$ms" >>"$tmp/ipu.ms"
+            ms=$(ort_round "$d") && echo "$ms" >>"$tmp/ort.ms" || ok=0
+        else
+            ms=$(ort_round "$d") && echo "$ms" >>"$tmp/ort.ms" || ok=0
+            ms=$(ipu_round "$d") && echo "$ms" >>"$tmp/ipu.ms" || ok=0
+        fi
+        r=$((r + 1))
+    done
+    ipu=$(median <"$tmp/ipu.ms" || echo "-")
+    ort=$(median <"$tmp/ort.ms" || echo "-")
+    if [ "$ipu" = - ] || [ "$ort" = - ] || [ $ok -eq 0 ]; then
+        status=1
+        ratio="-"
+    else
+        ratio=$(awk -v a="$ipu" -v b="$ort" 'BEGIN { printf "%.2f", a / b }')
+    fi
+    [ "$check" = pass ] || status=1
+    echo "| $name | $ipu | $ort | $ratio | $check |"
+done
+exit $status

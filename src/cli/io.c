@@ -1,0 +1,222 @@
+#include "cli/io.h"
+
+#include "common/npy.h"
+#include "graph/load.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int file_exists(const char *p)
+{
+    return access(p, R_OK) == 0;
+}
+
+static ipu_status_t read_one(const char *dir, int k, ipu_tensor_t *t, char **name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/input_%d.pb", dir, k);
+    if (file_exists(path))
+        return ipu_tensorproto_read(path, t, name);
+    snprintf(path, sizeof(path), "%s/input_%d.npy", dir, k);
+    if (file_exists(path)) {
+        *name = NULL;
+        return ipu_npy_read(path, t);
+    }
+    return ipu_error(IPU_ERR_IO, "%s/input_%d.pb (or .npy): no such file; --inputs needs one "
+                     "file per model input", dir, k);
+}
+
+ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ipu_error(IPU_ERR_IO, "--inputs %s: not a directory", dir);
+    ipu_tensor_t tmp[g->n_inputs + 1];
+    char *names[g->n_inputs + 1];
+    int k, placed[g->n_inputs + 1]; /* never set: inputs are unique by name */
+    ipu_status_t st = IPU_OK;
+    memset(tmp, 0, sizeof(tmp));
+    memset(placed, 0, sizeof(placed));
+    for (k = 0; k < g->n_inputs; k++)
+        names[k] = NULL;
+    for (k = 0; k < g->n_inputs; k++) {
+        if ((st = read_one(dir, k, &tmp[k], &names[k])) != IPU_OK)
+            break;
+    }
+    if (st == IPU_OK) {
+        /* by name where the names match graph inputs, else by position */
+        int by_name = 1;
+        for (k = 0; k < g->n_inputs && by_name; k++) {
+            int found = 0;
+            for (int j = 0; j < g->n_inputs; j++)
+                if (names[k] && strcmp(names[k], g->values[g->inputs[j]].name) == 0 && !placed[j])
+                    found = 1;
+            by_name = found;
+        }
+        for (k = 0; k < g->n_inputs; k++) {
+            int dst = k;
+            if (by_name)
+                for (int j = 0; j < g->n_inputs; j++)
+                    if (strcmp(names[k], g->values[g->inputs[j]].name) == 0)
+                        dst = j;
+            ins[dst] = tmp[k];
+            tmp[k].data = NULL;
+        }
+    }
+    for (int j = 0; j < g->n_inputs; j++) {
+        free(tmp[j].data);
+        free(names[j]);
+    }
+    return st;
+}
+
+/* xorshift64*: reproducible synthetic data */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* Bound for integer input v: the gathered dimension if v indexes a Gather. */
+static int64_t int_bound(const ipu_graph_t *g, int v)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *n = &g->nodes[i];
+        if (strcmp(n->op_type, "Gather") == 0 && n->n_inputs == 2 && n->inputs[1] == v &&
+            n->inputs[0] >= 0) {
+            const ipu_value_t *d = &g->values[n->inputs[0]];
+            int64_t axis = ipu_attr_int(n, "axis", 0);
+            if (d->rank > 0) {
+                if (axis < 0)
+                    axis += d->rank;
+                if (axis >= 0 && axis < d->rank && d->dims[axis] > 0)
+                    return d->dims[axis];
+            }
+        }
+    }
+    return 10;
+}
+
+ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, ipu_tensor_t *ins)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const ipu_value_t *v = &g->values[g->inputs[k]];
+        ipu_tensor_t *t = &ins[k];
+        memset(t, 0, sizeof(*t));
+        t->dtype = v->dtype;
+        t->rank = v->rank < 0 ? 0 : v->rank;
+        for (int d = 0; d < t->rank; d++)
+            t->dims[d] = v->dims[d] < 0 ? 1 : v->dims[d];
+        if (ipu_dtype_size(t->dtype) == 0)
+            return ipu_error(IPU_ERR_UNSUPPORTED, "input '%s': cannot make synthetic data of "
+                             "dtype %s", v->name, ipu_dtype_name(t->dtype));
+        ipu_status_t st = ipu_tensor_alloc(t);
+        if (st != IPU_OK)
+            return st;
+        int64_t n = ipu_tensor_numel(t), bound = int_bound(g, g->inputs[k]);
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t r = rnd(&s);
+            if (ipu_dtype_is_float(t->dtype))
+                ipu_dtype_set_f64(t->dtype, t->data, (size_t)i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+            else if (t->dtype == IPU_DTYPE_BOOL)
+                ipu_dtype_set_i64(t->dtype, t->data, (size_t)i, (int64_t)(r >> 63));
+            else
+                ipu_dtype_set_i64(t->dtype, t->data, (size_t)i, (int64_t)((r >> 1) % (uint64_t)bound));
+        }
+    }
+    return IPU_OK;
+}
+
+static void index_string(const ipu_tensor_t *t, int64_t flat, char *buf, size_t len)
+{
+    int64_t idx[IPU_MAX_RANK];
+    for (int d = t->rank - 1; d >= 0; d--) {
+        idx[d] = t->dims[d] ? flat % t->dims[d] : 0;
+        flat = t->dims[d] ? flat / t->dims[d] : 0;
+    }
+    size_t off = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < t->rank && off < len; d++)
+        off += (size_t)snprintf(buf + off, len - off, d ? ",%lld" : "%lld", (long long)idx[d]);
+    if (off < len)
+        snprintf(buf + off, len - off, "]");
+}
+
+ipu_status_t cli_check_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir,
+                               double rtol, double atol)
+{
+    ipu_status_t result = IPU_OK;
+    for (int k = 0; k < g->n_outputs; k++) {
+        const char *name = g->values[g->outputs[k]].name;
+        char path[4096], a[256], b[256];
+        snprintf(path, sizeof(path), "%s/output_%d.pb", dir, k);
+        ipu_tensor_t ref = {0};
+        ipu_status_t st = ipu_tensorproto_read(path, &ref, NULL);
+        if (st != IPU_OK)
+            return ipu_error(st, "--check: %s", ipu_error_message());
+        const ipu_tensor_t *got = &outs[k];
+        if (!ipu_shape_equal(got->rank, got->dims, ref.rank, ref.dims)) {
+            printf("check: output %d '%s': shape %s, reference %s: MISMATCH\n", k, name,
+                   ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(&ref, b, sizeof(b)));
+            result = IPU_ERR_MISMATCH;
+            free(ref.data);
+            continue;
+        }
+        int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
+        double worst_excess = -INFINITY, max_abs = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double x = ipu_dtype_get_f64(got->dtype, got->data, (size_t)i);
+            double y = ipu_dtype_get_f64(ref.dtype, ref.data, (size_t)i);
+            double d = fabs(x - y);
+            int same_nonfinite = !isfinite(y) && (x == y || (isnan(x) && isnan(y)));
+            if (same_nonfinite)
+                continue;
+            if (!(d <= atol + rtol * fabs(y)))
+                bad++;
+            double excess = isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
+            if (excess > worst_excess) {
+                worst_excess = excess;
+                worst = i;
+            }
+            if (d > max_abs || isnan(d))
+                max_abs = d;
+        }
+        if (bad == 0) {
+            printf("check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
+                   ipu_tensor_describe(got, a, sizeof(a)), max_abs);
+        } else {
+            index_string(got, worst, b, sizeof(b));
+            printf("check: output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
+                   "got %.9g, want %.9g (rtol %g, atol %g)\n", k, name,
+                   ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
+                   ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
+                   ipu_dtype_get_f64(ref.dtype, ref.data, (size_t)worst), rtol, atol);
+            result = IPU_ERR_MISMATCH;
+        }
+        free(ref.data);
+    }
+    if (result != IPU_OK)
+        return ipu_error(result, "--check: outputs differ from the reference in %s", dir);
+    return IPU_OK;
+}
+
+ipu_status_t cli_write_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+    for (int k = 0; k < g->n_outputs; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/output_%d.pb", dir, k);
+        ipu_status_t st = ipu_tensorproto_write(path, &outs[k], g->values[g->outputs[k]].name);
+        if (st != IPU_OK)
+            return st;
+    }
+    return IPU_OK;
+}

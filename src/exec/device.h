@@ -1,0 +1,54 @@
+/* An IPU: a device with a memory capacity that runs stages. The first backend
+ * is "cpu", an IPU Model in the sense of Poplar's: the stage's kernels run on
+ * the host, on one worker thread per IPU (pinned to a core), and every byte
+ * the stage needs (weights, activation arena, scratch) is counted against the
+ * device capacity (default 900 MiB, an IPU Mk2's In-Processor Memory).
+ *
+ * The interface is narrow on purpose (open, load a stage, write/read a
+ * tensor, run, capacity) so another backend can be added without touching
+ * the partitioner or the pipeline. All functions are called from one host
+ * thread; run() executes on the device's worker and blocks until done. */
+#ifndef IPU_EXEC_DEVICE_H
+#define IPU_EXEC_DEVICE_H
+
+#include "exec/stage.h"
+
+#define IPU_DEFAULT_MEMORY ((size_t)900 << 20)
+
+typedef struct ipu_device ipu_device_t;
+
+typedef struct ipu_device_params {
+    int index;        /* IPU number on this rank, for messages */
+    size_t capacity;  /* bytes; 0 means IPU_DEFAULT_MEMORY */
+    int threads;      /* threads for the kernels (>= 1) */
+    int core;         /* CPU to pin the worker to, or -1 for no pinning */
+} ipu_device_params_t;
+
+/* Open a CPU IPU. Errors: IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL (thread). */
+ipu_status_t ipu_device_open(const ipu_device_params_t *params, ipu_device_t **out);
+/* Stop the worker and free everything (accepts NULL). */
+void ipu_device_close(ipu_device_t *dev);
+
+/* Make the device run stage (borrowed; must outlive the device or the next
+ * load): allocates its arena and scratch and accounts its weights. Errors:
+ * IPU_ERR_NO_MEMORY when weights + arena + scratch exceed the capacity (the
+ * message gives each part and the capacity). */
+ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage);
+
+/* Bytes in use (weights + arena + scratch of the loaded stage) and capacity. */
+size_t ipu_device_used(const ipu_device_t *dev);
+size_t ipu_device_capacity(const ipu_device_t *dev);
+
+/* The device tensor of value v of the loaded stage (data points into device
+ * memory, valid until the next load/close), or data NULL if v has no slot. */
+ipu_tensor_t ipu_device_tensor(const ipu_device_t *dev, int v);
+
+/* Copy a host tensor into value v's slot / v's slot out to host memory;
+ * bytes must equal the slot's size. Errors: IPU_ERR_INVALID_ARG. */
+ipu_status_t ipu_device_write(ipu_device_t *dev, int v, const void *src, size_t bytes);
+ipu_status_t ipu_device_read(const ipu_device_t *dev, int v, void *dst, size_t bytes);
+
+/* Run the loaded stage once on the worker thread and wait for it. */
+ipu_status_t ipu_device_run(ipu_device_t *dev);
+
+#endif

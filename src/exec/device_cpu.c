@@ -1,0 +1,196 @@
+/* The cpu backend of the IPU device: a worker thread per IPU runs the stage;
+ * the host thread hands it work through a mutex/condition pair. */
+#include "exec/device.h"
+
+#include "common/log.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+struct ipu_device {
+    ipu_device_params_t params;
+    const ipu_stage_t *stage;
+    uint8_t *arena;
+    void *scratch;
+    size_t used;
+
+    pthread_t worker;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending;     /* 1 while a run is requested and not finished */
+    int quit;
+    ipu_status_t result;
+    char error[1024];
+};
+
+static void *worker_main(void *arg)
+{
+    ipu_device_t *dev = arg;
+    if (dev->params.core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(dev->params.core, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+            ipu_warn("IPU %d: cannot pin worker to CPU %d", dev->params.index, dev->params.core);
+    }
+    pthread_mutex_lock(&dev->mu);
+    for (;;) {
+        while (!dev->pending && !dev->quit)
+            pthread_cond_wait(&dev->cv, &dev->mu);
+        if (dev->quit)
+            break;
+        pthread_mutex_unlock(&dev->mu);
+        ipu_status_t st = ipu_stage_run(dev->stage, dev->arena, dev->scratch, dev->params.threads);
+        pthread_mutex_lock(&dev->mu);
+        dev->result = st;
+        if (st != IPU_OK) /* the message is per thread: hand it over */
+            snprintf(dev->error, sizeof(dev->error), "%s", ipu_error_message());
+        dev->pending = 0;
+        pthread_cond_broadcast(&dev->cv);
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return NULL;
+}
+
+ipu_status_t ipu_device_open(const ipu_device_params_t *params, ipu_device_t **out)
+{
+    ipu_device_t *dev = calloc(1, sizeof(*dev));
+    if (dev == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening IPU %d", params->index);
+    dev->params = *params;
+    if (dev->params.capacity == 0)
+        dev->params.capacity = IPU_DEFAULT_MEMORY;
+    if (dev->params.threads < 1)
+        dev->params.threads = 1;
+    pthread_mutex_init(&dev->mu, NULL);
+    pthread_cond_init(&dev->cv, NULL);
+    if (pthread_create(&dev->worker, NULL, worker_main, dev) != 0) {
+        pthread_mutex_destroy(&dev->mu);
+        pthread_cond_destroy(&dev->cv);
+        free(dev);
+        return ipu_error(IPU_ERR_INTERNAL, "cannot start the worker thread of IPU %d", params->index);
+    }
+    *out = dev;
+    return IPU_OK;
+}
+
+void ipu_device_close(ipu_device_t *dev)
+{
+    if (dev == NULL)
+        return;
+    pthread_mutex_lock(&dev->mu);
+    dev->quit = 1;
+    pthread_cond_broadcast(&dev->cv);
+    pthread_mutex_unlock(&dev->mu);
+    pthread_join(dev->worker, NULL);
+    pthread_mutex_destroy(&dev->mu);
+    pthread_cond_destroy(&dev->cv);
+    free(dev->arena);
+    free(dev->scratch);
+    free(dev);
+}
+
+static void *alloc64(size_t n)
+{
+    size_t padded = (n + 63) / 64 * 64;
+    return aligned_alloc(64, padded ? padded : 64);
+}
+
+#define MIB(x) ((double)(x) / (1 << 20))
+
+ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
+{
+    size_t need = stage->weight_bytes + stage->plan.arena_bytes + stage->scratch_bytes;
+    if (need > dev->params.capacity)
+        return ipu_error(IPU_ERR_NO_MEMORY,
+                         "IPU %d: the stage needs %.1f MiB (weights %.1f + activations %.1f + "
+                         "scratch %.1f) but the IPU has %.1f MiB; raise --ipu-memory or split "
+                         "the model over more IPUs",
+                         dev->params.index, MIB(need), MIB(stage->weight_bytes),
+                         MIB(stage->plan.arena_bytes), MIB(stage->scratch_bytes),
+                         MIB(dev->params.capacity));
+    uint8_t *arena = alloc64(stage->plan.arena_bytes);
+    void *scratch = stage->scratch_bytes ? alloc64(stage->scratch_bytes) : NULL;
+    if (arena == NULL || (stage->scratch_bytes && scratch == NULL)) {
+        free(arena);
+        free(scratch);
+        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: cannot allocate %.1f MiB of host memory",
+                         dev->params.index, MIB(need));
+    }
+    /* touch the arena now so the first run is not slower than the rest */
+    memset(arena, 0, stage->plan.arena_bytes);
+    free(dev->arena);
+    free(dev->scratch);
+    dev->arena = arena;
+    dev->scratch = scratch;
+    dev->stage = stage;
+    dev->used = need;
+    return IPU_OK;
+}
+
+size_t ipu_device_used(const ipu_device_t *dev)
+{
+    return dev->used;
+}
+
+size_t ipu_device_capacity(const ipu_device_t *dev)
+{
+    return dev->params.capacity;
+}
+
+ipu_tensor_t ipu_device_tensor(const ipu_device_t *dev, int v)
+{
+    ipu_tensor_t t = ipu_value_tensor(dev->stage->g, v);
+    if (t.data == NULL && v >= 0 && dev->stage->plan.offset[v] != IPU_PLAN_NONE)
+        t.data = dev->arena + dev->stage->plan.offset[v];
+    return t;
+}
+
+static ipu_status_t slot(const ipu_device_t *dev, int v, size_t bytes, uint8_t **p)
+{
+    if (dev->stage == NULL || v < 0 || v >= dev->stage->g->n_values)
+        return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: no such tensor", dev->params.index);
+    ipu_tensor_t t = ipu_device_tensor(dev, v);
+    if (t.data == NULL || ipu_tensor_nbytes(&t) != bytes)
+        return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: tensor '%s' has no slot of %zu bytes",
+                         dev->params.index, dev->stage->g->values[v].name, bytes);
+    *p = t.data;
+    return IPU_OK;
+}
+
+ipu_status_t ipu_device_write(ipu_device_t *dev, int v, const void *src, size_t bytes)
+{
+    uint8_t *p;
+    ipu_status_t st = slot(dev, v, bytes, &p);
+    if (st == IPU_OK)
+        memcpy(p, src, bytes);
+    return st;
+}
+
+ipu_status_t ipu_device_read(const ipu_device_t *dev, int v, void *dst, size_t bytes)
+{
+    uint8_t *p;
+    ipu_status_t st = slot(dev, v, bytes, &p);
+    if (st == IPU_OK)
+        memcpy(dst, p, bytes);
+    return st;
+}
+
+ipu_status_t ipu_device_run(ipu_device_t *dev)
+{
+    if (dev->stage == NULL)
+        return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: no stage loaded", dev->params.index);
+    pthread_mutex_lock(&dev->mu);
+    dev->pending = 1;
+    pthread_cond_broadcast(&dev->cv);
+    while (dev->pending)
+        pthread_cond_wait(&dev->cv, &dev->mu);
+    ipu_status_t st = dev->result;
+    pthread_mutex_unlock(&dev->mu);
+    if (st != IPU_OK)
+        ipu_error(st, "%s", dev->error);
+    return st;
+}

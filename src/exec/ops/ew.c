@@ -1,0 +1,183 @@
+/* Helpers shared by the elementwise-style op families: see ew.h. */
+#include "exec/ops/ew.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+ipu_status_t ipu_ew_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ipu_error(st, "node '%s' (%s): %s", n->name, n->op_type, msg);
+}
+
+ipu_status_t ipu_ew_check_arity(const ipu_node_t *n, int min_in, int max_in,
+                                int n_required, int max_out)
+{
+    if (n->n_inputs < min_in || n->n_inputs > max_in)
+        return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "expects %d to %d inputs, has %d",
+                            min_in, max_in, n->n_inputs);
+    for (int i = 0; i < n_required && i < n->n_inputs; i++)
+        if (n->inputs[i] < 0)
+            return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "required input %d is absent", i);
+    if (n->n_outputs < 1 || n->n_outputs > max_out || n->outputs[0] < 0)
+        return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "expects 1 to %d outputs, has %d",
+                            max_out, n->n_outputs);
+    return IPU_OK;
+}
+
+ipu_status_t ipu_ew_check_dtype(const ipu_graph_t *g, const ipu_node_t *n, int i, ipu_dtype_t dt)
+{
+    const ipu_value_t *v = ipu_node_input(g, n, i);
+    if (v && v->dtype != dt)
+        return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') is %s, expected %s", i, v->name,
+                            ipu_dtype_name(v->dtype), ipu_dtype_name(dt));
+    return IPU_OK;
+}
+
+ipu_status_t ipu_ew_infer_broadcast(const ipu_graph_t *g, const ipu_node_t *n, int first,
+                                    int count, int *rank, int64_t *dims)
+{
+    *rank = 0;
+    for (int i = first; i < first + count; i++) {
+        const ipu_value_t *v = ipu_node_input(g, n, i);
+        if (v == NULL)
+            continue;
+        int64_t tmp[IPU_MAX_RANK];
+        int r;
+        ipu_status_t st = ipu_op_broadcast(n, *rank, dims, v->rank, v->dims, &r, tmp);
+        if (st != IPU_OK)
+            return st;
+        *rank = r;
+        memcpy(dims, tmp, (size_t)r * sizeof(int64_t));
+    }
+    return IPU_OK;
+}
+
+void ipu_ew_apply(int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
+                  ipu_ew_row_fn fn, const void *arg)
+{
+    int64_t dims[IPU_MAX_RANK], st[IPU_EW_MAX_IN][IPU_MAX_RANK];
+    size_t esz[IPU_EW_MAX_IN];
+    int nd = 0, r = out->rank;
+    if (ipu_tensor_numel(out) == 0)
+        return;
+    for (int k = 0; k < n_in; k++)
+        esz[k] = ipu_dtype_size(in[k].dtype);
+    for (int d = 0; d < r; d++) {
+        int64_t s[IPU_EW_MAX_IN];
+        if (out->dims[d] == 1)
+            continue;
+        for (int k = 0; k < n_in; k++) {
+            int kd = d - (r - in[k].rank);
+            s[k] = 0;
+            if (kd >= 0 && in[k].dims[kd] != 1) {
+                s[k] = 1;
+                for (int j = kd + 1; j < in[k].rank; j++)
+                    s[k] *= in[k].dims[j];
+            }
+        }
+        int merge = nd > 0;
+        for (int k = 0; k < n_in && merge; k++)
+            merge = st[k][nd - 1] == s[k] * out->dims[d];
+        if (merge) {
+            dims[nd - 1] *= out->dims[d];
+        } else {
+            dims[nd] = out->dims[d];
+            nd++;
+        }
+        for (int k = 0; k < n_in; k++)
+            st[k][nd - 1] = s[k];
+    }
+    const void *ptr[IPU_EW_MAX_IN];
+    int64_t step[IPU_EW_MAX_IN];
+    for (int k = 0; k < n_in; k++) {
+        ptr[k] = in[k].data;
+        step[k] = nd ? st[k][nd - 1] : 0;
+    }
+    size_t osz = ipu_dtype_size(out->dtype);
+    if (nd <= 1) {
+        fn(out->data, ptr, step, nd ? dims[0] : 1, arg);
+        return;
+    }
+    int64_t inner = dims[nd - 1], outer = 1, idx[IPU_MAX_RANK] = {0};
+    for (int d = 0; d < nd - 1; d++)
+        outer *= dims[d];
+    char *o = out->data;
+    const char *p[IPU_EW_MAX_IN];
+    for (int k = 0; k < n_in; k++)
+        p[k] = in[k].data;
+    for (int64_t it = 0; it < outer; it++) {
+        fn(o + (size_t)(it * inner) * osz, (const void *const *)p, step, inner, arg);
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < dims[d]) {
+                for (int k = 0; k < n_in; k++)
+                    p[k] += (size_t)st[k][d] * esz[k];
+                break;
+            }
+            idx[d] = 0;
+            for (int k = 0; k < n_in; k++)
+                p[k] -= (size_t)(st[k][d] * (dims[d] - 1)) * esz[k];
+        }
+    }
+}
+
+void ipu_ew_copy_row(void *out, const void *const *in, const int64_t *step, int64_t len,
+                     const void *arg)
+{
+    size_t esz = *(const size_t *)arg;
+    if (step[0]) {
+        if (out != in[0])
+            memmove(out, in[0], (size_t)len * esz);
+        return;
+    }
+    char *o = out;
+    for (int64_t i = 0; i < len; i++)
+        memcpy(o + (size_t)i * esz, in[0], esz);
+}
+
+IPU_EW_HOT float ipu_ew_sum_f32(const float *x, int64_t n)
+{
+    float p[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            p[k] += x[i + k];
+    float s = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+IPU_EW_HOT float ipu_ew_max_f32(const float *x, int64_t n)
+{
+    float p[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            p[k] = x[i + k] > p[k] ? x[i + k] : p[k];
+    float m = p[0];
+    for (int k = 1; k < 8; k++)
+        m = p[k] > m ? p[k] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+IPU_EW_HOT float ipu_ew_dot_f32(const float *x, const float *y, int64_t n)
+{
+    float p[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            p[k] += x[i + k] * y[i + k];
+    float s = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+    for (; i < n; i++)
+        s += x[i] * y[i];
+    return s;
+}

@@ -1,0 +1,94 @@
+/* Sliding-window geometry shared by Conv and the pools (private to
+ * exec/ops/): the ONNX attributes kernel_shape, strides, dilations, pads,
+ * auto_pad and ceil_mode turned into output sizes, and the float loops that
+ * walk a window over one channel plane (im2col, depthwise MAC, max, sum).
+ *
+ * 1-, 2- and 3-D windows are handled as 3-D: the node's nd spatial dims are
+ * right-aligned into dims 0..2 and the unused leading ones have size 1,
+ * kernel 1, stride 1, dilation 1 and no padding. */
+#ifndef IPU_EXEC_OPS_WINDOW_H
+#define IPU_EXEC_OPS_WINDOW_H
+
+#include "graph/op.h"
+
+#define IPU_WINDOW_MAX_DIMS 3
+
+typedef struct ipu_window {
+    int nd;            /* spatial dims of the node (1..3) */
+    int64_t in[3];     /* input sizes */
+    int64_t k[3];      /* kernel */
+    int64_t s[3];      /* strides */
+    int64_t d[3];      /* dilations */
+    int64_t pb[3];     /* padding at the beginning */
+    int64_t pe[3];     /* padding at the end */
+    int64_t out[3];    /* output sizes */
+} ipu_window_t;
+
+/* "node 'X' (Op): ..." errors */
+#define IPU_NODE_ERROR(st, n, fmt, ...) \
+    ipu_error((st), "node '%s' (%s): " fmt, (n)->name, (n)->op_type, ##__VA_ARGS__)
+
+/* Fill w from node n's strides, dilations, pads and auto_pad attributes for
+ * nd spatial dims of sizes in[nd] and the kernel k[nd]. ceil_mode rounds the
+ * output size up as ONNX pools do (a window that would start in the end
+ * padding is dropped, as PyTorch and onnxruntime do). Errors name the node:
+ * IPU_ERR_INVALID_MODEL for malformed attributes, IPU_ERR_SHAPE when the
+ * window does not fit the input. */
+ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, const int64_t *k,
+                             int ceil_mode, ipu_window_t *w);
+
+static inline int64_t ipu_window_in_size(const ipu_window_t *w)
+{
+    return w->in[0] * w->in[1] * w->in[2];
+}
+static inline int64_t ipu_window_out_size(const ipu_window_t *w)
+{
+    return w->out[0] * w->out[1] * w->out[2];
+}
+static inline int64_t ipu_window_taps(const ipu_window_t *w)
+{
+    return w->k[0] * w->k[1] * w->k[2];
+}
+/* 1 if every output element reads exactly the input element at its own
+ * position (kernel 1, stride 1, no padding): Conv needs no im2col. */
+int ipu_window_is_pointwise(const ipu_window_t *w);
+
+/* The outputs o of dim i whose tap t lands inside the input:
+ * 0 <= o*s + t*d - pb < in  <=>  *lo <= o < *hi. */
+void ipu_window_range(const ipu_window_t *w, int i, int64_t t, int64_t *lo, int64_t *hi);
+
+/* im2col of `channels` planes of x (each ipu_window_in_size() floats) into
+ * col, a [channels * taps, out_size] row-major matrix; padding reads 0. */
+void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, float *col);
+
+typedef enum {
+    IPU_WINDOW_MAC,   /* out += weight[tap] * in  (depthwise convolution) */
+    IPU_WINDOW_MAX,   /* out = max(out, in)       (max pooling) */
+    IPU_WINDOW_SUM,   /* out += in                (average pooling) */
+} ipu_window_mode_t;
+
+/* Accumulate one input plane into one output plane (out_size floats, already
+ * initialised: bias, -inf or 0) over every in-bounds tap of each window;
+ * padded taps are skipped. weights (taps floats) is used by MAC only. */
+void ipu_window_plane(const ipu_window_t *w, ipu_window_mode_t mode, const float *weights,
+                      const float *in, float *out);
+
+/* Depthwise fast path for stride-1 1-D/2-D windows: floats of scratch that
+ * ipu_window_plane_flat_mac() needs, or 0 when it does not apply. */
+int64_t ipu_window_flat_scratch(const ipu_window_t *w);
+/* out = init + the MAC of ipu_window_plane(), computed on a zero-padded copy
+ * of the plane in scratch so that every tap is one contiguous multiply-add
+ * over the whole plane (no per-row bounds). */
+void ipu_window_plane_flat_mac(const ipu_window_t *w, const float *weights, float init,
+                               const float *in, float *out, float *scratch);
+
+/* dst[0..n) = v and dst[0..n) += v, vectorised (bias initialisation). */
+void ipu_row_fill(float *dst, int64_t n, float v);
+void ipu_row_add(float *dst, int64_t n, float v);
+
+/* Taps of the window of output o in dim i that fall in [lo_bound, hi_bound)
+ * of input positions (in-bounds only: 0, in; count_include_pad: -pb, in+pe). */
+int64_t ipu_window_count(const ipu_window_t *w, int i, int64_t o, int64_t lo_bound,
+                         int64_t hi_bound);
+
+#endif

@@ -1,0 +1,134 @@
+#include "exec/session.h"
+
+#include "exec/ops/registry.h"
+#include "graph/load.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ipu_session_opts_init(ipu_session_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->threads = 1;
+    o->ipu_memory = IPU_DEFAULT_MEMORY;
+    o->core = -1;
+}
+
+ipu_status_t ipu_session_open(const char *path, const ipu_session_opts_t *opts, ipu_session_t **out)
+{
+    ipu_session_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    s->opts = *opts;
+    ipu_status_t st = ipu_model_load(path, &s->g);
+    if (st == IPU_OK)
+        st = ipu_graph_bind_ops(s->g, ipu_op_lookup);
+    if (st == IPU_OK && (s->declared = calloc((size_t)s->g->n_inputs + 1, sizeof(ipu_value_t))) == NULL)
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; st == IPU_OK && k < s->g->n_inputs; k++)
+        s->declared[k] = s->g->values[s->g->inputs[k]];
+    if (st == IPU_OK) {
+        ipu_device_params_t dp = {.index = 0, .capacity = opts->ipu_memory,
+                                  .threads = opts->threads, .core = opts->core};
+        st = ipu_device_open(&dp, &s->dev);
+    }
+    if (st != IPU_OK) {
+        ipu_session_close(s);
+        return st;
+    }
+    openblas_set_num_threads(opts->threads);
+    *out = s;
+    return IPU_OK;
+}
+
+void ipu_session_close(ipu_session_t *s)
+{
+    if (s == NULL)
+        return;
+    ipu_device_close(s->dev);
+    ipu_stage_free(&s->stage);
+    ipu_graph_free(s->g);
+    free(s->declared);
+    free(s);
+}
+
+static ipu_status_t check_input(const ipu_value_t *v, const ipu_tensor_t *t)
+{
+    char want[256], got[256];
+    int ok = t->dtype == v->dtype && t->rank == v->rank;
+    for (int d = 0; ok && d < v->rank; d++)
+        ok = v->dims[d] < 0 || v->dims[d] == t->dims[d];
+    if (ok)
+        return IPU_OK;
+    size_t off = (size_t)snprintf(want, sizeof(want), "%s[", ipu_dtype_name(v->dtype));
+    for (int d = 0; d < v->rank && off < sizeof(want); d++)
+        off += v->dims[d] >= 0
+                   ? (size_t)snprintf(want + off, sizeof(want) - off, d ? ",%lld" : "%lld", (long long)v->dims[d])
+                   : (size_t)snprintf(want + off, sizeof(want) - off, d ? ",%s" : "%s",
+                                      v->dim_param[d] ? v->dim_param[d] : "?");
+    if (off < sizeof(want))
+        snprintf(want + off, sizeof(want) - off, "]");
+    return ipu_error(IPU_ERR_INPUT, "input '%s': the model expects %s, got %s; give a tensor of "
+                     "the model's dtype and shape", v->name, want,
+                     ipu_tensor_describe(t, got, sizeof(got)));
+}
+
+ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, int n)
+{
+    ipu_graph_t *g = s->g;
+    ipu_status_t st;
+    if (n != g->n_inputs)
+        return ipu_error(IPU_ERR_INPUT, "the model has %d input%s but %d %s given",
+                         g->n_inputs, g->n_inputs == 1 ? "" : "s", n, n == 1 ? "was" : "were");
+    /* declared shapes are restored from a copy so a second prepare can
+     * re-resolve symbolic dimensions */
+    for (int k = 0; k < n; k++) {
+        if ((st = check_input(&s->declared[k], &inputs[k])) != IPU_OK)
+            return st;
+    }
+    for (int k = 0; k < n; k++)
+        ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
+    s->prepared = 0;
+    ipu_stage_free(&s->stage);
+    if ((st = ipu_graph_infer(g)) != IPU_OK)
+        return st;
+    st = ipu_stage_build(g, g->order, g->n_nodes, g->inputs, g->n_inputs, g->outputs,
+                         g->n_outputs, &s->stage);
+    if (st == IPU_OK && s->opts.profile)
+        st = ipu_stage_profile(&s->stage);
+    if (st == IPU_OK)
+        st = ipu_device_load(s->dev, &s->stage);
+    if (st == IPU_OK)
+        s->prepared = 1;
+    return st;
+}
+
+ipu_status_t ipu_session_run(ipu_session_t *s, const ipu_tensor_t *inputs, int n,
+                             ipu_tensor_t *outputs)
+{
+    ipu_graph_t *g = s->g;
+    ipu_status_t st;
+    if (!s->prepared)
+        return ipu_error(IPU_ERR_INVALID_ARG, "ipu_session_run before ipu_session_prepare");
+    if (n != g->n_inputs)
+        return ipu_error(IPU_ERR_INPUT, "the model has %d inputs but %d were given", g->n_inputs, n);
+    for (int k = 0; k < n; k++) {
+        ipu_tensor_t slot = ipu_device_tensor(s->dev, g->inputs[k]);
+        if (!ipu_shape_equal(slot.rank, slot.dims, inputs[k].rank, inputs[k].dims) ||
+            slot.dtype != inputs[k].dtype)
+            return ipu_error(IPU_ERR_INPUT, "input '%s' changed shape since prepare",
+                             g->values[g->inputs[k]].name);
+        if (slot.data == NULL) /* input unused by any node */
+            continue;
+        if ((st = ipu_device_write(s->dev, g->inputs[k], inputs[k].data,
+                                   ipu_tensor_nbytes(&inputs[k]))) != IPU_OK)
+            return st;
+    }
+    if ((st = ipu_device_run(s->dev)) != IPU_OK)
+        return st;
+    for (int k = 0; k < g->n_outputs; k++)
+        outputs[k] = ipu_device_tensor(s->dev, g->outputs[k]);
+    return IPU_OK;
+}

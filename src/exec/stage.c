@@ -1,0 +1,118 @@
+#include "exec/stage.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int *dup_ints(const int *a, int n)
+{
+    int *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (p && n > 0)
+        memcpy(p, a, (size_t)n * sizeof(int));
+    return p;
+}
+
+ipu_status_t ipu_stage_profile(ipu_stage_t *s)
+{
+    free(s->node_ms);
+    s->node_ms = calloc((size_t)s->n_nodes + 1, sizeof(double));
+    return s->node_ms ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+}
+
+ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
+                             const int *inputs, int n_inputs,
+                             const int *outputs, int n_outputs, ipu_stage_t *out)
+{
+    ipu_stage_t s = {.g = g};
+    ipu_status_t st;
+    s.nodes = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    s.inputs = dup_ints(inputs, n_inputs);
+    s.outputs = dup_ints(outputs, n_outputs);
+    if (!s.nodes || !s.inputs || !s.outputs) {
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory building a stage");
+        goto fail;
+    }
+    s.n_inputs = n_inputs;
+    s.n_outputs = n_outputs;
+    unsigned char *seen = calloc((size_t)g->n_values + 1, 1);
+    if (seen == NULL) {
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory building a stage");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        const ipu_node_t *nd = &g->nodes[nodes[i]];
+        if (nd->folded)
+            continue;
+        s.nodes[s.n_nodes++] = nodes[i];
+        if (nd->op->scratch) {
+            size_t b = nd->op->scratch(g, nd);
+            if (b > s.scratch_bytes)
+                s.scratch_bytes = b;
+        }
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int v = nd->inputs[k];
+            if (v >= 0 && g->values[v].data && !seen[v]) {
+                seen[v] = 1;
+                s.weight_bytes += (size_t)ipu_shape_numel(g->values[v].rank, g->values[v].dims) *
+                                  ipu_dtype_size(g->values[v].dtype);
+            }
+        }
+    }
+    free(seen);
+    st = ipu_plan_buffers(g, s.nodes, s.n_nodes, inputs, n_inputs, outputs, n_outputs, &s.plan);
+    if (st != IPU_OK)
+        goto fail;
+    *out = s;
+    return IPU_OK;
+fail:
+    ipu_stage_free(&s);
+    return st;
+}
+
+void ipu_stage_free(ipu_stage_t *s)
+{
+    if (s == NULL)
+        return;
+    free(s->nodes);
+    free(s->inputs);
+    free(s->outputs);
+    free(s->node_ms);
+    ipu_plan_free(&s->plan);
+    memset(s, 0, sizeof(*s));
+}
+
+/* The tensor view of value v in this stage: constant bytes or arena slot. */
+static void bind_value(const ipu_stage_t *s, uint8_t *arena, int v, ipu_tensor_t *t)
+{
+    *t = ipu_value_tensor(s->g, v);
+    if (v >= 0 && t->data == NULL && s->plan.offset[v] != IPU_PLAN_NONE)
+        t->data = arena + s->plan.offset[v];
+}
+
+ipu_status_t ipu_stage_run(const ipu_stage_t *s, uint8_t *arena, void *scratch, int threads)
+{
+    const ipu_graph_t *g = s->g;
+    ipu_kernel_ctx_t ctx = {.threads = threads, .scratch = scratch, .scratch_bytes = s->scratch_bytes};
+    for (int i = 0; i < s->n_nodes; i++) {
+        int idx = s->nodes[i];
+        const ipu_node_t *nd = &g->nodes[idx];
+        if (s->plan.alias[idx])
+            continue;
+        ipu_tensor_t in[nd->n_inputs + 1], out[nd->n_outputs + 1];
+        for (int k = 0; k < nd->n_inputs; k++)
+            bind_value(s, arena, nd->inputs[k], &in[k]);
+        for (int k = 0; k < nd->n_outputs; k++)
+            bind_value(s, arena, nd->outputs[k], &out[k]);
+        struct timespec t0, t1;
+        if (s->node_ms)
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+        ipu_status_t st = nd->op->run(nd, in, out, &ctx);
+        if (st != IPU_OK)
+            return st;
+        if (s->node_ms) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            s->node_ms[i] += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        }
+    }
+    return IPU_OK;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Small ONNX models for the command-line tests, with numpy references.
+
+OUT/mlp/model.onnx            x[N,8] (symbolic N) -> Relu(x @ W + b) @ W2 -> y[N,4]
+OUT/mlp/test_data_set_0/      input_0.pb (N=3), output_0.pb (numpy)
+OUT/mlp/wrong_dtype/          input_0.pb of float64
+OUT/mlp/wrong_shape/          input_0.pb of shape [3,9]
+OUT/mlp/npy/                  input_0.npy (N=2), output_0.pb
+OUT/mlp/bad_ref/              input_0.pb, output_0.pb perturbed in one element
+OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
+"""
+import os, sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+out = sys.argv[1]
+rng = np.random.default_rng(1)
+
+
+def save(t, path, name):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(t, name).SerializeToString())
+
+
+def mlp():
+    W = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    W2 = rng.standard_normal((16, 4)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h0"], name="mm1"),
+             helper.make_node("Add", ["h0", "b"], ["h1"], name="add"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
+             helper.make_node("MatMul", ["h2", "W2"], ["y"], name="mm2")]
+    g = helper.make_graph(nodes, "mlp",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b"),
+                           numpy_helper.from_array(W2, "W2")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(out, "mlp")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    ref = lambda x: np.maximum(x @ W + b, 0) @ W2
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    save(x, f"{d}/test_data_set_0/input_0.pb", "x")
+    save(ref(x), f"{d}/test_data_set_0/output_0.pb", "y")
+    save(x.astype(np.float64), f"{d}/wrong_dtype/input_0.pb", "x")
+    save(rng.standard_normal((3, 9)).astype(np.float32), f"{d}/wrong_shape/input_0.pb", "x")
+    x2 = rng.standard_normal((2, 8)).astype(np.float32)
+    os.makedirs(f"{d}/npy", exist_ok=True)
+    np.save(f"{d}/npy/input_0.npy", x2)
+    save(ref(x2), f"{d}/npy/output_0.pb", "y")
+    y = ref(x)
+    y[1, 2] += 0.5
+    save(x, f"{d}/bad_ref/input_0.pb", "x")
+    save(y, f"{d}/bad_ref/output_0.pb", "y")
+
+
+def two_in():
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Shape", ["s"], ["shape"])]
+    g = helper.make_graph(nodes, "two_in",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("shape", TensorProto.INT64, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    d = os.path.join(out, "two_in")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    # files named for the inputs, written in reverse order: matched by name
+    save(b, f"{d}/test_data_set_0/input_0.pb", "b")
+    save(a, f"{d}/test_data_set_0/input_1.pb", "a")
+    save(a + b, f"{d}/test_data_set_0/output_0.pb", "s")
+    save(np.array([2, 3], np.int64), f"{d}/test_data_set_0/output_1.pb", "shape")
+
+
+mlp()
+two_in()

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""One bad model (or bad input) per case of issue 2, point 7, for run.sh.
+
+    make_bad_models.py OUTDIR
+
+Each case gets its own folder OUTDIR/CASE/ holding model.onnx (and, where
+the case is about inputs, inputs/input_0.pb), so external-data layouts do
+not mix. The missing-file case has no folder at all.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+from onnx.external_data_helper import set_external_data
+
+X = helper.make_tensor_value_info("pixel_values", TensorProto.FLOAT, [1, 3])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+
+
+def model(nodes, inits=(), opset=13, inputs=(X,), outputs=(Y,)):
+    g = helper.make_graph(nodes, "bad", list(inputs), list(outputs), initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def relu():
+    return [helper.make_node("Relu", ["pixel_values"], ["y"], name="relu0")]
+
+
+def case(out, name):
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def save(d, m, fname="model.onnx"):
+    with open(os.path.join(d, fname), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def save_input(d, arr):
+    os.makedirs(os.path.join(d, "inputs"), exist_ok=True)
+    with open(os.path.join(d, "inputs", "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(arr, "pixel_values").SerializeToString())
+
+
+def ext_model(d, location, arr):
+    w = numpy_helper.from_array(arr, "ext_weight")
+    set_external_data(w, location, offset=0, length=arr.nbytes)
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    add = helper.make_node("Add", ["pixel_values", "ext_weight"], ["y"], name="add_w")
+    save(d, model([add], [w]))
+
+
+def main():
+    out = sys.argv[1]
+    good = model(relu(), [numpy_helper.from_array(np.ones((4, 4), np.float32), "w")])
+    data = good.SerializeToString()
+
+    with open(os.path.join(case(out, "not_protobuf"), "model.onnx"), "wb") as f:
+        f.write(b"<html><body>404 Not Found</body></html>\n")
+    with open(os.path.join(case(out, "truncated"), "model.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+
+    nog = good.__class__()
+    nog.ir_version = 8
+    nog.opset_import.extend([helper.make_opsetid("", 13)])
+    save(case(out, "no_graph"), nog)
+
+    # two unsupported nodes: both must be listed
+    det = helper.make_node("Det", ["pixel_values"], ["d"], name="det_node")
+    foo = helper.make_node("FooBarOp", ["d"], ["y"], name="foo_node")
+    save(case(out, "unsupported_op"), model([det, foo]))
+
+    save(case(out, "opset_5"), model(relu(), opset=5))
+    save(case(out, "opset_99"), model(relu(), opset=99))
+
+    x4 = helper.make_tensor_value_info("pixel_values", TensorProto.FLOAT, [1, 1, 4, 4])
+    conv = helper.make_node("Conv", ["pixel_values", "conv1.weight", "conv1.bias"], ["y"], name="conv1")
+    bias = numpy_helper.from_array(np.zeros(1, np.float32), "conv1.bias")
+    save(case(out, "missing_initializer"), model([conv], [bias], inputs=[x4]))
+
+    add = helper.make_node("Add", ["pixel_values", "hiden_state"], ["y"], name="add0")
+    save(case(out, "dangling_input"), model([add]))
+
+    n1 = helper.make_node("Add", ["pixel_values", "c"], ["a"], name="loop_a")
+    n2 = helper.make_node("Relu", ["a"], ["c"], name="loop_b")
+    n3 = helper.make_node("Relu", ["a"], ["y"], name="out")
+    save(case(out, "cyclic_graph"), model([n1, n2, n3]))
+
+    d = case(out, "input_wrong_dtype")
+    save(d, model(relu()))
+    save_input(d, np.array([[1, 2, 3]], dtype=np.int64))
+    d = case(out, "input_wrong_shape")
+    save(d, model(relu()))
+    save_input(d, np.zeros((2, 5), np.float32))
+
+    w = np.ones((1, 3), np.float32)
+    with open(os.path.join(out, "secret.bin"), "wb") as f:  # exists, outside each case folder
+        f.write(w.tobytes())
+    ext_model(case(out, "external_dotdot"), "../secret.bin", w)
+    ext_model(case(out, "external_absolute"), os.path.abspath(os.path.join(out, "secret.bin")), w)
+    d = case(out, "external_symlink")
+    os.symlink(os.path.abspath(os.path.join(out, "secret.bin")), os.path.join(d, "weights.bin"))
+    ext_model(d, "weights.bin", w)
+    d = case(out, "external_short")
+    with open(os.path.join(d, "weights.bin"), "wb") as f:
+        f.write(w.tobytes()[:6])
+    ext_model(d, "weights.bin", w)
+
+
+if __name__ == "__main__":
+    main()

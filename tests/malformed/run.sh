@@ -1,0 +1,62 @@
+#!/bin/sh
+# Malformed models and inputs (issue 2, point 7): every case must exit with
+# code 2 and print exactly one line on stderr that names the problem.
+#     ipu-exec MODEL.onnx [--inputs DIR]
+set -u
+: "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
+EXE="$top_builddir/ipu-exec"
+[ -x "$EXE" ] || { echo "SKIP: $EXE is not built"; exit 77; }
+"$PYTHON_REF" -c "import onnx, numpy" 2>/dev/null || { echo "SKIP: $PYTHON_REF lacks onnx/numpy"; exit 77; }
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+"$PYTHON_REF" "$top_srcdir/tests/malformed/make_bad_models.py" "$W" || exit 99
+fails=0
+
+# bad CASE PATTERN... [-- ipu-exec options]: runs ipu-exec on
+# $W/CASE/model.onnx; wants exit 2, exactly one line on stderr, and every
+# PATTERN (extended regex) in it.
+bad() {
+    name=$1; shift
+    pats=""
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        pats="$pats$1
+"
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    "$EXE" "$W/$name/model.onnx" "$@" >"$W/out" 2>"$W/err"; rc=$?
+    lines=$(wc -l <"$W/err")
+    why=""
+    [ "$rc" -eq 2 ] || why="$why; exit $rc (want 2)"
+    [ "$lines" -eq 1 ] || why="$why; $lines lines on stderr (want 1)"
+    while IFS= read -r p; do
+        [ -z "$p" ] || grep -Eq -- "$p" "$W/err" || why="$why; no '$p' on stderr"
+    done <<PATS
+$pats
+PATS
+    if [ -n "$why" ]; then
+        echo "FAIL: $name: ${why#; }"; sed 's/^/    /' "$W/err"; fails=$((fails + 1))
+    else
+        echo "ok: $name: $(cat "$W/err")"
+    fi
+}
+
+bad missing_file        "model\.onnx" "No such file"
+bad not_protobuf        "not an ONNX model"
+bad truncated           "truncated"
+bad no_graph            "no graph"
+bad unsupported_op      "det_node" "Det" "foo_node" "FooBarOp"
+bad opset_5             "opset 5([^0-9]|$)"
+bad opset_99            "opset 99([^0-9]|$)"
+bad missing_initializer "conv1\.weight" "missing initializer"
+bad dangling_input      "hiden_state" "dangling"
+bad cyclic_graph        "cycle" "loop_"
+bad input_wrong_dtype   "pixel_values" "int64" -- --inputs "$W/input_wrong_dtype/inputs"
+bad input_wrong_shape   "pixel_values" "\[2,5\]" -- --inputs "$W/input_wrong_shape/inputs"
+bad external_dotdot     "ext_weight" "outside the model folder"
+bad external_absolute   "ext_weight" "outside the model folder"
+bad external_symlink    "ext_weight" "outside the model folder"
+bad external_short      "ext_weight" "shorter than declared"
+
+echo "malformed: $fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,165 @@
+"""Reference data for tests/unit/test_ops_dense.c (Conv, Gemm, MatMul, pools).
+
+Usage: python3 ref_dense.py OUTDIR
+Writes OUTDIR/<case>.<slot>.bin (raw little-endian float32, or int64 for
+MaxPool indices) for every case: the inputs (in0, in1, ...) drawn from a seeded
+generator and the expected outputs (out0, out1) computed with PyTorch / numpy,
+independently of ipu-exec. The C test declares the same shapes and ONNX
+attributes and checks the file sizes against them.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+OUT = sys.argv[1]
+rng = np.random.default_rng(20240601)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def save(case, **arrays):
+    for slot, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        if a.dtype != np.int64:
+            a = a.astype(np.float32)
+        a.tofile(os.path.join(OUT, f"{case}.{slot}.bin"))
+
+
+def t(a):
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def onnx_pad(x, pads, value=0.0):
+    """Apply ONNX pads [b0, b1, ..., e0, e1, ...] to the spatial dims of x."""
+    nd = len(pads) // 2
+    tp = []
+    for i in reversed(range(nd)):  # F.pad wants the last dim first
+        tp += [pads[i], pads[i + nd]]
+    return F.pad(x, tp, value=value)
+
+
+def same_pads(ins, ks, ss, ds, lower):
+    """auto_pad SAME_*: output ceil(in / stride), extra pad at the end (UPPER) or start (LOWER)."""
+    b, e = [], []
+    for i, k, s, d in zip(ins, ks, ss, ds):
+        out = -(-i // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - i)
+        small, big = total // 2, total - total // 2
+        b.append(big if lower else small)
+        e.append(small if lower else big)
+    return b + e
+
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def conv(case, xs, ws, bias=True, pads=None, strides=None, dil=None, group=1, same=None):
+    x, w = rand(*xs), rand(*ws)
+    b = rand(ws[0]) if bias else None
+    nd = len(xs) - 2
+    strides = strides or [1] * nd
+    dil = dil or [1] * nd
+    if same is not None:
+        pads = same_pads(xs[2:], ws[2:], strides, dil, same == "lower")
+    pads = pads or [0] * (2 * nd)
+    y = CONV[nd](onnx_pad(t(x), pads), t(w), None if b is None else t(b),
+                 stride=strides, dilation=dil, groups=group).numpy()
+    if b is None:
+        save(case, in0=x, in1=w, out0=y)
+    else:
+        save(case, in0=x, in1=w, in2=b, out0=y)
+
+
+conv("conv_pads_strides", [1, 3, 7, 8], [4, 3, 3, 3], pads=[1, 2, 1, 0], strides=[2, 1])
+conv("conv_dilation_nobias", [1, 2, 9, 9], [3, 2, 3, 3], bias=False, pads=[2, 2, 2, 2], dil=[2, 2])
+conv("conv_group_batch2", [2, 4, 6, 6], [6, 2, 3, 3], pads=[1, 1, 1, 1], group=2)
+conv("conv_depthwise_mult2", [2, 4, 7, 7], [8, 1, 3, 3], pads=[1, 1, 1, 1], group=4)
+conv("conv_depthwise_s2", [1, 5, 8, 9], [5, 1, 5, 5], pads=[2, 2, 1, 2], strides=[2, 2], group=5)
+conv("conv_depthwise_dil", [1, 3, 6, 7], [3, 1, 3, 2], pads=[2, 0, 1, 1], dil=[2, 1], group=3)
+conv("conv_1x1_batch2", [2, 8, 5, 5], [6, 8, 1, 1])
+conv("conv_1x1_stride2", [1, 8, 6, 6], [4, 8, 1, 1], strides=[2, 2])
+conv("conv_same_upper", [1, 2, 7, 6], [3, 2, 4, 3], strides=[2, 2], same="upper")
+conv("conv_same_lower", [1, 2, 7, 6], [3, 2, 4, 3], strides=[2, 2], same="lower")
+conv("conv_valid", [1, 2, 7, 8], [3, 2, 3, 3], strides=[2, 3])
+conv("conv1d", [2, 3, 10], [4, 3, 3], pads=[1, 2], strides=[2], dil=[2])
+conv("conv3d", [1, 2, 5, 5, 4], [3, 2, 3, 3, 2], pads=[1, 1, 0, 1, 1, 1], strides=[2, 1, 1])
+
+
+def gemm(case, a_shape, b_shape, c_shape, ta, tb, alpha, beta):
+    a, b = rand(*a_shape), rand(*b_shape)
+    opa = a.T if ta else a
+    opb = b.T if tb else b
+    y = alpha * (opa.astype(np.float64) @ opb.astype(np.float64))
+    if c_shape is None:
+        save(case, in0=a, in1=b, out0=y)
+    else:
+        c = rand(*c_shape)
+        save(case, in0=a, in1=b, in2=c, out0=y + beta * c)
+
+
+gemm("gemm_full_c", [3, 4], [4, 5], [3, 5], 0, 0, 0.5, 2.0)
+gemm("gemm_trans_row_c", [4, 3], [5, 4], [5], 1, 1, 1.5, 0.5)
+gemm("gemm_col_c", [3, 4], [4, 5], [3, 1], 0, 0, 1.0, 1.0)
+gemm("gemm_scalar_c", [3, 4], [5, 4], [], 0, 1, 1.0, -1.0)
+gemm("gemm_no_c", [3, 4], [4, 5], None, 0, 0, 2.0, 1.0)
+gemm("gemm_m1_transb", [1, 6], [5, 6], [5], 0, 1, 1.0, 1.0)
+gemm("gemm_m1_transa", [6, 1], [6, 5], [1, 5], 1, 0, 0.7, 0.3)
+gemm("gemm_n1", [4, 6], [6, 1], [4, 1], 0, 0, 1.0, 1.0)
+gemm("gemm_n1_trans", [6, 4], [1, 6], None, 1, 1, 1.0, 1.0)
+
+
+def matmul(case, a_shape, b_shape):
+    a, b = rand(*a_shape), rand(*b_shape)
+    save(case, in0=a, in1=b, out0=np.matmul(a.astype(np.float64), b.astype(np.float64)))
+
+
+matmul("mm_2d", [3, 4], [4, 5])
+matmul("mm_1d_a", [4], [2, 4, 5])
+matmul("mm_1d_b", [2, 3, 4], [4])
+matmul("mm_1d_both", [4], [4])
+matmul("mm_shared_b", [2, 3, 4, 5], [5, 6])
+matmul("mm_attention", [2, 3, 4, 5], [2, 3, 5, 4])
+matmul("mm_broadcast", [2, 1, 3, 4], [3, 4, 2])
+matmul("mm_a_2d", [3, 4], [2, 4, 5])
+matmul("mm_m1_batch", [2, 3, 1, 4], [2, 3, 4, 5])
+
+
+# --- pools -----------------------------------------------------------------
+x = rand(1, 2, 8, 8)  # SqueezeNet's MaxPool: kernel 3, stride 2, ceil_mode 1
+save("maxpool_ceil", in0=x, out0=F.max_pool2d(t(x), 3, 2, ceil_mode=True).numpy())
+x = rand(1, 2, 9, 9)
+save("maxpool_ceil_pad", in0=x, out0=F.max_pool2d(t(x), 3, 2, padding=1, ceil_mode=True).numpy())
+x = rand(1, 3, 7, 8)  # pads [1,0,1,1], dilations [2,1], strides [1,2], kernel [3,2]
+xp = onnx_pad(t(x), [1, 0, 1, 1], value=-math.inf)
+save("maxpool_pads_dil", in0=x, out0=F.max_pool2d(xp, (3, 2), (1, 2), dilation=(2, 1)).numpy())
+x = rand(1, 2, 7, 6)
+xp = onnx_pad(t(x), same_pads([7, 6], [3, 3], [2, 2], [1, 1], False), value=-math.inf)
+save("maxpool_same_upper", in0=x, out0=F.max_pool2d(xp, 3, 2).numpy())
+x = rand(2, 2, 5, 5)
+y, idx = F.max_pool2d(t(x), 2, 2, return_indices=True)
+planes = (np.arange(4).reshape(2, 2, 1, 1) * 25).astype(np.int64)
+save("maxpool_indices", in0=x, out0=y.numpy(), out1=idx.numpy().astype(np.int64) + planes)
+x = rand(1, 2, 9)
+save("maxpool1d", in0=x, out0=F.max_pool1d(t(x), 3, 2, padding=1).numpy())
+x = rand(1, 1, 5, 5)  # ceil_mode: the last window would start in the end padding: dropped
+save("maxpool_ceil_drop", in0=x, out0=F.max_pool2d(t(x), 2, 2, padding=1, ceil_mode=True).numpy())
+x = rand(1, 2, 6, 6)  # the last window overhangs the end padding
+save("avgpool_include_ceil", in0=x,
+     out0=F.avg_pool2d(t(x), 3, 2, padding=1, ceil_mode=True, count_include_pad=True).numpy())
+save("avgpool_exclude_ceil", in0=x,
+     out0=F.avg_pool2d(t(x), 3, 2, padding=1, ceil_mode=True, count_include_pad=False).numpy())
+x = rand(2, 3, 6, 7)
+save("avgpool_exclude", in0=x,
+     out0=F.avg_pool2d(t(x), (3, 2), (2, 1), padding=(1, 1), count_include_pad=False).numpy())
+x = rand(1, 2, 5, 6, 4)
+save("avgpool3d", in0=x, out0=F.avg_pool3d(t(x), 2, (1, 2, 2), padding=1,
+                                           count_include_pad=True).numpy())
+x = rand(2, 3, 5, 4)
+save("global_avg", in0=x, out0=x.astype(np.float64).mean(axis=(2, 3), keepdims=True))
+save("global_max", in0=x, out0=x.max(axis=(2, 3), keepdims=True))
