@@ -10,8 +10,9 @@
 # onnxruntime first in even ones). Each round is one process of each engine
 # doing a warm-up and BENCH_RUNS timed runs; the figure reported is the
 # median over the rounds of each round's median. Prints a markdown table:
-# model, ipu-exec median ms, ORT median ms, ratio (ipu-exec / ORT), and
-# whether ipu-exec's --check passed in the first round.
+# model, ipu-exec median ms, ORT median ms, ratio (ipu-exec / ORT of the
+# medians), the minimum of each over all runs, and whether ipu-exec's --check
+# passed in the first round. Each round's figures go to stderr.
 #
 # Environment: BENCH_MODELS (names, instead of arguments), BENCH_ROUNDS
 # (default 3), BENCH_RUNS (timed runs per round, default 10), BENCH_CORE
@@ -54,16 +55,17 @@ mkdir -p "$cache"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1;
+median() { cut -d' ' -f1 | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1;
     if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-ipu_round() { # model-dir extra-args... ; prints the median ms of one process
+# One process of an engine on a model: prints "median-ms min-ms".
+ipu_round() { # model-dir [--check]
     d=$1; shift
     out=$tmp/ipu.out
     taskset -c "$core" "$IPU_EXEC" "$d/model.onnx" --inputs "$d/test_data_set_0" \
         --threads 1 --batches "$runs" "$@" >"$out" 2>&1 || {
         sed 's/^/  ipu-exec: /' "$out" | tail -n 3 >&2; return 1; }
-    sed -n 's/^latency ms: median \([0-9.eE+-]*\) .*/\1/p' "$out" | grep . ||
+    sed -n 's/^latency ms: median \([0-9.eE+-]*\) min \([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
         { echo "  ipu-exec printed no latency line" >&2; return 1; }
 }
 
@@ -73,7 +75,7 @@ ort_round() {
     taskset -c "$core" node "$here/ort_run.js" "$d/model.onnx" --inputs "$d/test_data_set_0" \
         --threads 1 --runs "$runs" >"$out" 2>&1 || {
         sed 's/^/  onnxruntime: /' "$out" | tail -n 3 >&2; return 1; }
-    sed -n 's/.*"median_ms":\([0-9.eE+-]*\).*/\1/p' "$out" | grep . ||
+    sed -n 's/.*"median_ms":\([0-9.eE+-]*\),"min_ms":\([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
         { echo "  ort_run.js printed no median" >&2; return 1; }
 }
 
@@ -81,8 +83,8 @@ echo "ipu-exec vs onnxruntime-node $(node -p "require('$here/node_modules/onnxru
      "batch 1, 1 thread each, core $core, $rounds rounds x $runs runs" \
      "($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))"
 echo
-echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec --check |"
-echo "|---|---:|---:|---:|---|"
+echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec min ms | ORT min ms | ipu-exec --check |"
+echo "|---|---:|---:|---:|---:|---:|---|"
 status=0
 for name in $names; do
     d=$cache/$name
@@ -102,8 +104,12 @@ for name in $names; do
         fi
         r=$((r + 1))
     done
+    sed "s/^/  $name ipu-exec round median, min ms: /" "$tmp/ipu.ms" >&2
+    sed "s/^/  $name onnxruntime round median, min ms: /" "$tmp/ort.ms" >&2
     ipu=$(median <"$tmp/ipu.ms" || echo "-")
     ort=$(median <"$tmp/ort.ms" || echo "-")
+    ipu_min=$(cut -d' ' -f2 "$tmp/ipu.ms" | sort -g | head -n 1 | grep . || echo "-")
+    ort_min=$(cut -d' ' -f2 "$tmp/ort.ms" | sort -g | head -n 1 | grep . || echo "-")
     if [ "$ipu" = - ] || [ "$ort" = - ] || [ $ok -eq 0 ]; then
         status=1
         ratio="-"
@@ -111,6 +117,6 @@ for name in $names; do
         ratio=$(awk -v a="$ipu" -v b="$ort" 'BEGIN { printf "%.2f", a / b }')
     fi
     [ "$check" = pass ] || status=1
-    echo "| $name | $ipu | $ort | $ratio | $check |"
+    echo "| $name | $ipu | $ort | $ratio | $ipu_min | $ort_min | $check |"
 done
 exit $status

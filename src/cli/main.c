@@ -1,5 +1,6 @@
 /* ipu-exec: run an ONNX model on (simulated) IPUs. The command line is thin:
  * it parses options and calls the library (exec/session.h). */
+#include "cli/cli.h"
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: " PROG " MODEL.onnx [OPTIONS]\n"
+"       " PROG " plan MODEL.onnx [--stages S] [--write FILE]   (see plan --help)\n"
 "Run an ONNX model on simulated IPUs (CPU backend, an IPU Model) and report\n"
 "latency and throughput.\n"
 "\n"
@@ -59,7 +61,7 @@ static void usage(FILE *f)
 "See the manual page ipu-exec(1) (docs/ipu-exec.1).\n");
 }
 
-static int parse_size(const char *s, size_t *out)
+int cli_parse_size(const char *s, size_t *out)
 {
     char *end;
     double v = strtod(s, &end);
@@ -81,7 +83,7 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int parse_int(const char *s, int lo, int *out)
+int cli_parse_int(const char *s, int lo, int *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
@@ -91,7 +93,7 @@ static int parse_int(const char *s, int lo, int *out)
     return 0;
 }
 
-static int usage_error(const char *fmt, const char *arg)
+int cli_usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, PROG ": ");
     fprintf(stderr, fmt, arg);
@@ -130,31 +132,31 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         case O_CHECK: o->check = 1; break;
         case O_PROFILE: o->sopts.profile = 1; break;
         case O_BATCHES:
-            if (parse_int(optarg, 1, &o->batches))
-                return usage_error("--batches %s: expected a positive integer", optarg);
+            if (cli_parse_int(optarg, 1, &o->batches))
+                return cli_usage_error("--batches %s: expected a positive integer", optarg);
             break;
         case O_WARMUP:
-            if (parse_int(optarg, 0, &o->warmup))
-                return usage_error("--warmup %s: expected a non-negative integer", optarg);
+            if (cli_parse_int(optarg, 0, &o->warmup))
+                return cli_usage_error("--warmup %s: expected a non-negative integer", optarg);
             break;
         case O_THREADS:
-            if (parse_int(optarg, 1, &o->threads) || o->threads > 1024)
-                return usage_error("--threads %s: expected an integer from 1 to 1024", optarg);
+            if (cli_parse_int(optarg, 1, &o->threads) || o->threads > 1024)
+                return cli_usage_error("--threads %s: expected an integer from 1 to 1024", optarg);
             break;
         case O_MEM:
-            if (parse_size(optarg, &o->sopts.ipu_memory))
-                return usage_error("--ipu-memory %s: expected a size such as 900M or 2G", optarg);
+            if (cli_parse_size(optarg, &o->sopts.ipu_memory))
+                return cli_usage_error("--ipu-memory %s: expected a size such as 900M or 2G", optarg);
             break;
         case O_SEED:
-            if (parse_int(optarg, 0, &seed))
-                return usage_error("--seed %s: expected a non-negative integer", optarg);
+            if (cli_parse_int(optarg, 0, &seed))
+                return cli_usage_error("--seed %s: expected a non-negative integer", optarg);
             o->seed = (unsigned)seed;
             break;
         case O_RTOL: case O_ATOL: {
             char *end;
             double v = strtod(optarg, &end);
             if (end == optarg || *end || v < 0)
-                return usage_error("tolerance %s: expected a non-negative number", optarg);
+                return cli_usage_error("tolerance %s: expected a non-negative number", optarg);
             *(c == O_RTOL ? &o->rtol : &o->atol) = v;
             break;
         }
@@ -167,17 +169,17 @@ static int parse(int argc, char **argv, cli_opts_t *o)
             return 0;
         case 'h': usage(stdout); return 0;
         case 'V': printf(PROG " %s\n", IPU_EXEC_VERSION); return 0;
-        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option %s", argv[optind - 1]);
+        case ':': return cli_usage_error("option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("unknown option %s", argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return usage_error("%s", "no model given (usage: " PROG " MODEL.onnx [OPTIONS])");
+        return cli_usage_error("%s", "no model given (usage: " PROG " MODEL.onnx [OPTIONS])");
     if (optind + 1 < argc)
-        return usage_error("unexpected argument %s", argv[optind + 1]);
+        return cli_usage_error("unexpected argument %s", argv[optind + 1]);
     o->model = argv[optind];
     if (o->check && !o->inputs)
-        return usage_error("%s", "--check needs --inputs DIR holding the reference output_N.pb");
+        return cli_usage_error("%s", "--check needs --inputs DIR holding the reference output_N.pb");
     o->sopts.threads = o->threads;
     if (o->warmup < 0)
         o->warmup = o->batches > 1 ? 1 : 0;
@@ -296,6 +298,8 @@ out:
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "plan") == 0)
+        return cli_plan_main(argc - 1, argv + 1);
     cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4};
     ipu_session_opts_init(&o.sopts);
     int rc = parse(argc, argv, &o);

@@ -137,7 +137,8 @@ ipu_status_t ipu_value_set_const(ipu_value_t *v, ipu_dtype_t dt, int rank,
                                  const int64_t *dims, const void *data)
 {
     ipu_tensor_t t = {.dtype = dt, .rank = rank};
-    memcpy(t.dims, dims, (size_t)rank * sizeof(int64_t));
+    if (rank > 0)
+        memcpy(t.dims, dims, (size_t)rank * sizeof(int64_t));
     ipu_status_t st = ipu_tensor_alloc(&t);
     if (st != IPU_OK)
         return st;

@@ -554,7 +554,7 @@ ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out)
     }
     load_ctx_t c = {
         .path = path, .g = g,
-        .tp = {.file = path, .dir = g->dir, .g = g, .bad = IPU_ERR_INVALID_MODEL},
+        .tp = {.file = path, .dir = g->dir, .g = g, .bad = IPU_ERR_INVALID_MODEL, .steal_raw = 1},
     };
     if ((st = load_opsets(&c, m)) != IPU_OK ||
         (st = load_initializers(&c, gp)) != IPU_OK ||

@@ -24,6 +24,8 @@ typedef struct ipu_tp_ctx {
     ipu_graph_t *g;       /* external data is mmap'd and recorded in g->maps;
                            * NULL: external data is copied into owned memory */
     ipu_status_t bad;     /* status for malformed data: INVALID_MODEL / INPUT */
+    int steal_raw;        /* 1: take raw_data's malloc'd bytes instead of copying
+                           * them (the TensorProto's raw_data is then NULL) */
 } ipu_tp_ctx_t;
 
 /* Whole-file read (mmap'd when non-empty). *data is NULL for an empty file.

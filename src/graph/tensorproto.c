@@ -162,6 +162,16 @@ ipu_status_t ipu_tp_decode(const ipu_tp_ctx_t *c, const Onnx__TensorProto *tp,
                          "the tensor data does not match its dims",
                          c->file, what, have, field, shape, (long long)numel);
     }
+    if (c->steal_raw && tp->has_raw_data && nbytes > 0 && ((uintptr_t)tp->raw_data.data % 16) == 0) {
+        /* protobuf-c malloc'd these bytes for us: keep them, no copy */
+        Onnx__TensorProto *mtp = (Onnx__TensorProto *)tp;
+        r.data = mtp->raw_data.data;
+        mtp->raw_data.data = NULL;
+        mtp->raw_data.len = 0;
+        *t = r;
+        *kind = IPU_CONST_OWNED;
+        return IPU_OK;
+    }
     ipu_status_t st = ipu_tensor_alloc(&r);
     if (st != IPU_OK)
         return st;

@@ -150,7 +150,8 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         const float *xb = x + b * s->C * s->isz;
         float *yb = y + b * s->M * s->osz;
         if (s->path == CONV_DEPTHWISE) {
-            conv_depthwise(s, xb, w, bias, yb, ctx->scratch_bytes ? ctx->scratch : NULL);
+            conv_depthwise(s, xb, w, bias, yb,
+                           ipu_window_flat_scratch(&s->w) > 0 ? ctx->scratch : NULL);
             continue;
         }
         for (int64_t g = 0; g < s->group; g++) {

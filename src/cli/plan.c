@@ -1,0 +1,151 @@
+/* ipu-exec plan: partition a model into pipeline stages and print (or
+ * write) the plan without running it. */
+#include "cli/cli.h"
+#include "cli/io.h"
+#include "exec/ops/registry.h"
+#include "graph/annotate.h"
+#include "graph/load.h"
+#include "partition/partition.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void plan_usage(FILE *f)
+{
+    fprintf(f,
+"Usage: ipu-exec plan MODEL.onnx [--stages S] [--ipus-per-rank K] [--ipu-memory SIZE]\n"
+"                     [--inputs DIR] [--write ANNOTATED.onnx]\n"
+"Partition MODEL into S pipeline stages and print one row per stage: its rank\n"
+"and IPU, nodes, GFLOP, weight MiB, peak activation MiB, boundary bytes in and\n"
+"out per micro-batch, estimated ms, then the imbalance (slowest / mean stage).\n"
+"A model annotated with __pipeline_stage / __ipu_number (PopART, PopRT) keeps\n"
+"its placement. --write saves a copy annotated with the plan (write it next\n"
+"to the original when the model has external data). Shapes come from --inputs\n"
+"or the declared input shapes (symbolic dimensions 1).\n");
+}
+
+/* Set the graph inputs' shapes from tensors and infer (no device). */
+ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir)
+{
+    ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
+    if (ins == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, ins);
+    for (int k = 0; st == IPU_OK && k < g->n_inputs; k++)
+        ipu_value_set_shape(&g->values[g->inputs[k]], ins[k].dtype, ins[k].rank, ins[k].dims);
+    for (int k = 0; k < g->n_inputs; k++)
+        free(ins[k].data);
+    free(ins);
+    if (st == IPU_OK)
+        st = ipu_graph_infer(g);
+    return st;
+}
+
+int cli_plan_main(int argc, char **argv)
+{
+    enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE };
+    static const struct option longopts[] = {
+        {"stages", required_argument, NULL, O_STAGES},
+        {"ipus-per-rank", required_argument, NULL, O_K},
+        {"ipu-memory", required_argument, NULL, O_MEM},
+        {"inputs", required_argument, NULL, O_INPUTS},
+        {"write", required_argument, NULL, O_WRITE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    ipu_partition_params_t pp;
+    ipu_partition_params_init(&pp);
+    const char *inputs = NULL, *write = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_STAGES:
+            if (cli_parse_int(optarg, 1, &pp.stages))
+                return cli_usage_error("--stages %s: expected a positive integer", optarg);
+            break;
+        case O_K:
+            if (cli_parse_int(optarg, 1, &pp.ipus_per_rank))
+                return cli_usage_error("--ipus-per-rank %s: expected a positive integer", optarg);
+            break;
+        case O_MEM:
+            if (cli_parse_size(optarg, &pp.ipu_memory))
+                return cli_usage_error("--ipu-memory %s: expected a size such as 900M or 2G", optarg);
+            break;
+        case O_INPUTS: inputs = optarg; break;
+        case O_WRITE: write = optarg; break;
+        case 'h': plan_usage(stdout); return 0;
+        case ':': return cli_usage_error("option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind + 1 != argc)
+        return cli_usage_error("%s", "plan takes one model (usage: ipu-exec plan MODEL.onnx [OPTIONS])");
+    const char *model = argv[optind];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ipu_graph_t *g = NULL;
+    ipu_partition_t pt = {0};
+    int64_t *vals = NULL;
+    ipu_status_t st = ipu_model_load(model, &g);
+    if (st == IPU_OK)
+        st = ipu_graph_bind_ops(g, ipu_op_lookup);
+    if (st == IPU_OK)
+        st = cli_infer_shapes(g, inputs);
+    if (st == IPU_OK)
+        st = ipu_partition_make(g, &pp, &pt);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st == IPU_OK) {
+        printf("plan of %s: %d nodes, %d IPU%s per rank, %.0f MiB per IPU (%.3f s)\n", model,
+               g->n_nodes, pp.ipus_per_rank, pp.ipus_per_rank > 1 ? "s" : "",
+               pp.ipu_memory / 1048576.0,
+               (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+        ipu_partition_print(&pt, stdout);
+    }
+    if (st == IPU_OK && write) {
+        static const char *const names[] = {"__ipu_number", "__pipeline_stage"};
+        vals = malloc(((size_t)g->n_nodes + 1) * 2 * sizeof(int64_t));
+        if (vals == NULL) {
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        } else {
+            /* folded nodes go with the first stage reading their output */
+            for (int i = 0; i < g->n_nodes; i++) {
+                int s = pt.node_stage[i];
+                if (s < 0)
+                    s = cli_first_consumer_stage(g, pt.node_stage, i);
+                vals[2 * i] = pt.stages[s].rank * pp.ipus_per_rank + pt.stages[s].ipu;
+                vals[2 * i + 1] = s;
+            }
+            st = ipu_model_write_annotated(model, write, g->n_nodes, names, 2, vals);
+            if (st == IPU_OK)
+                printf("wrote %s (nodes annotated with __ipu_number and __pipeline_stage)\n", write);
+        }
+    }
+    free(vals);
+    ipu_partition_free(&pt);
+    ipu_graph_free(g);
+    if (st != IPU_OK)
+        fprintf(stderr, "ipu-exec: %s\n", ipu_error_message());
+    return ipu_status_exit_code(st);
+}
+
+int cli_first_consumer_stage(const ipu_graph_t *g, const int *node_stage, int node)
+{
+    int best = -1;
+    const ipu_node_t *n = &g->nodes[node];
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (node_stage[i] < 0)
+            continue;
+        const ipu_node_t *c = &g->nodes[i];
+        for (int k = 0; k < c->n_inputs; k++)
+            for (int o = 0; o < n->n_outputs; o++)
+                if (c->inputs[k] >= 0 && c->inputs[k] == n->outputs[o] &&
+                    (best < 0 || node_stage[i] < best))
+                    best = node_stage[i];
+    }
+    return best < 0 ? 0 : best;
+}

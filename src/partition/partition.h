@@ -1,0 +1,57 @@
+/* Partitioning a graph into pipeline stages and placing them on (rank, IPU).
+ *
+ * Manual: when the model's nodes carry the attributes `__pipeline_stage`
+ * and/or `__ipu_number` (the names PopART and PopRT use; without a stage,
+ * the IPU number is the stage, as in PopART), those placements win. Every
+ * node that runs must be annotated, and no tensor may flow from a later stage
+ * to an earlier one.
+ * Auto: the exact min-bottleneck contiguous split of the topological order
+ * (partition/split.h) under the IPU memory capacity, with per-node costs
+ * from partition/cost.h.
+ * Stage s of a replica runs on rank s / ipus_per_rank, IPU s % ipus_per_rank. */
+#ifndef IPU_PARTITION_PARTITION_H
+#define IPU_PARTITION_PARTITION_H
+
+#include "partition/cost.h"
+
+#include <stdio.h>
+
+typedef struct ipu_partition_params {
+    int stages;             /* S; ignored for a manually annotated model */
+    int ipus_per_rank;      /* K >= 1 */
+    size_t ipu_memory;      /* bytes per IPU */
+    ipu_cost_params_t cost;
+} ipu_partition_params_t;
+
+void ipu_partition_params_init(ipu_partition_params_t *p);
+
+typedef struct ipu_stage_info {
+    int rank, ipu;          /* placement within a replica */
+    int n_nodes;            /* nodes that run (folded excluded) */
+    double gflop;
+    size_t weight_bytes;    /* distinct constants read */
+    size_t act_bytes;       /* peak activation bytes live during one of its nodes */
+    size_t in_bytes;        /* boundary bytes received per micro-batch */
+    size_t out_bytes;       /* boundary bytes sent per micro-batch */
+    double est_ms;          /* compute + boundary transfers */
+} ipu_stage_info_t;
+
+typedef struct ipu_partition {
+    int n_stages;
+    int manual;             /* 1 if taken from the model's annotations */
+    int *node_stage;        /* per node index: its stage, -1 for folded nodes */
+    ipu_stage_info_t *stages;
+    double bottleneck_ms, imbalance; /* slowest stage, slowest / mean */
+} ipu_partition_t;
+
+/* Partition g (shapes inferred). Errors: IPU_ERR_INVALID_MODEL (partial or
+ * inconsistent annotations: the message names nodes), IPU_ERR_INVALID_ARG
+ * (more stages than nodes), IPU_ERR_NO_MEMORY (no split fits: the message
+ * says which stage needs how much and what to change). */
+ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params_t *p,
+                                ipu_partition_t *out);
+void ipu_partition_free(ipu_partition_t *pt);
+/* The table `ipu-exec plan` prints: one row per stage, then the imbalance. */
+void ipu_partition_print(const ipu_partition_t *pt, FILE *f);
+
+#endif
