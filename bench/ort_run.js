@@ -44,7 +44,22 @@ const DTYPES = {
   4: ['uint16', Uint16Array], 5: ['int16', Int16Array], 6: ['int32', Int32Array],
   7: ['int64', BigInt64Array], 9: ['bool', Uint8Array], 10: ['float16', Uint16Array],
   11: ['float64', Float64Array], 12: ['uint32', Uint32Array], 13: ['uint64', BigUint64Array],
+  16: ['bfloat16', Uint16Array],
 };
+
+// Element i of a tensor as a JS number (float16/bfloat16 are stored as bits).
+const F32 = new Float32Array(1), U32 = new Uint32Array(F32.buffer);
+function halfToNumber(h) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+function element(t, i) {
+  if (t.type === 'float16') return halfToNumber(t.data[i]);
+  if (t.type === 'bfloat16') { U32[0] = t.data[i] << 16; return F32[0]; }
+  return Number(t.data[i]);
+}
 
 function parseArgs(argv) {
   const o = { model: null, inputs: null, threads: 1, runs: 10, warmup: 1, check: false };
@@ -112,16 +127,15 @@ function numbered(dir, prefix) {
 // numpy.allclose(got, want, rtol, atol): |got - want| <= atol + rtol * |want|,
 // NaN equal to nothing (numpy's default), infinities equal only to themselves.
 function compare(name, got, want) {
-  const g = got.data, w = want.data;
   const r = { ok: true, maxAbs: 0, worst: null };
-  if (got.dims.join(',') !== want.dims.join(',')) {
+  if (got.dims.join(',') !== want.dims.join(',') || got.type !== want.type) {
     r.ok = false;
-    r.worst = `${name}: shape [${got.dims}] differs from reference [${want.dims}]`;
+    r.worst = `${name}: ${got.type}[${got.dims}] differs from reference ${want.type}[${want.dims}]`;
     return r;
   }
   let worstExcess = -Infinity;
-  for (let i = 0; i < w.length; i++) {
-    const x = Number(g[i]), y = Number(w[i]);
+  for (let i = 0; i < want.data.length; i++) {
+    const x = element(got, i), y = element(want, i);
     let excess;
     if (x === y) excess = -ATOL;
     else if (!Number.isFinite(x) || !Number.isFinite(y)) excess = Infinity;

@@ -2,9 +2,31 @@
 #ifndef IPU_CLI_CLI_H
 #define IPU_CLI_CLI_H
 
+#include "exec/session.h"
 #include "graph/ir.h"
+#include "transport/transport.h"
 
 #include <stddef.h>
+
+/* Options of a run. */
+typedef struct cli_opts {
+    const char *model, *inputs, *output_dir;
+    int check, batches, threads, warmup, micro_batch;
+    int replicas, ipus_per_rank, credits;
+    ipu_transport_kind_t transport;
+    double timeout_s;
+    unsigned seed;
+    double rtol, atol;
+    ipu_session_opts_t sopts;
+    int failed_together;   /* set when every rank saw the same error */
+} cli_opts_t;
+
+/* One model on one IPU of this process (bare or mpirun -np 1). */
+ipu_status_t cli_run_single(const cli_opts_t *o);
+/* The pipeline over MPI_COMM_WORLD (mpirun -np N). */
+ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank);
+/* " (rank R)" for messages; static buffer. */
+const char *cli_rank_tag(int rank);
 
 /* Parse an integer >= lo (0 ok, -1 bad) / a size with K/M/G suffix. */
 int cli_parse_int(const char *s, int lo, int *out);

@@ -104,7 +104,7 @@ static int64_t int_bound(const ipu_graph_t *g, int v)
     return 10;
 }
 
-ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, ipu_tensor_t *ins)
+ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins)
 {
     uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
     for (int k = 0; k < g->n_inputs; k++) {
@@ -114,7 +114,7 @@ ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, ipu_tensor_t 
         t->dtype = v->dtype;
         t->rank = v->rank < 0 ? 0 : v->rank;
         for (int d = 0; d < t->rank; d++)
-            t->dims[d] = v->dims[d] < 0 ? 1 : v->dims[d];
+            t->dims[d] = v->dims[d] >= 0 ? v->dims[d] : d == 0 ? batch : 1;
         if (ipu_dtype_size(t->dtype) == 0)
             return ipu_error(IPU_ERR_UNSUPPORTED, "input '%s': cannot make synthetic data of "
                              "dtype %s", v->name, ipu_dtype_name(t->dtype));
@@ -149,74 +149,83 @@ static void index_string(const ipu_tensor_t *t, int64_t flat, char *buf, size_t 
         snprintf(buf + off, len - off, "]");
 }
 
-ipu_status_t cli_check_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir,
-                               double rtol, double atol)
+ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *refs)
 {
-    ipu_status_t result = IPU_OK;
-    for (int k = 0; k < g->n_outputs; k++) {
-        const char *name = g->values[g->outputs[k]].name;
-        char path[4096], a[256], b[256];
-        snprintf(path, sizeof(path), "%s/output_%d.pb", dir, k);
-        ipu_tensor_t ref = {0};
-        ipu_status_t st = ipu_tensorproto_read(path, &ref, NULL);
-        if (st != IPU_OK)
-            return ipu_error(st, "--check: %s", ipu_error_message());
-        const ipu_tensor_t *got = &outs[k];
-        if (!ipu_shape_equal(got->rank, got->dims, ref.rank, ref.dims)) {
-            printf("check: output %d '%s': shape %s, reference %s: MISMATCH\n", k, name,
-                   ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(&ref, b, sizeof(b)));
-            result = IPU_ERR_MISMATCH;
-            free(ref.data);
-            continue;
-        }
-        int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
-        double worst_excess = -INFINITY, max_abs = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double x = ipu_dtype_get_f64(got->dtype, got->data, (size_t)i);
-            double y = ipu_dtype_get_f64(ref.dtype, ref.data, (size_t)i);
-            double d = fabs(x - y);
-            int same_nonfinite = !isfinite(y) && (x == y || (isnan(x) && isnan(y)));
-            if (same_nonfinite)
-                continue;
-            if (!(d <= atol + rtol * fabs(y)))
-                bad++;
-            double excess = isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
-            if (excess > worst_excess) {
-                worst_excess = excess;
-                worst = i;
-            }
-            if (d > max_abs || isnan(d))
-                max_abs = d;
-        }
-        if (bad == 0) {
-            printf("check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
-                   ipu_tensor_describe(got, a, sizeof(a)), max_abs);
-        } else {
-            index_string(got, worst, b, sizeof(b));
-            printf("check: output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
-                   "got %.9g, want %.9g (rtol %g, atol %g)\n", k, name,
-                   ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
-                   ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
-                   ipu_dtype_get_f64(ref.dtype, ref.data, (size_t)worst), rtol, atol);
-            result = IPU_ERR_MISMATCH;
-        }
-        free(ref.data);
-    }
-    if (result != IPU_OK)
-        return ipu_error(result, "--check: outputs differ from the reference in %s", dir);
-    return IPU_OK;
-}
-
-ipu_status_t cli_write_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
     for (int k = 0; k < g->n_outputs; k++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/output_%d.pb", dir, k);
-        ipu_status_t st = ipu_tensorproto_write(path, &outs[k], g->values[g->outputs[k]].name);
+        ipu_status_t st = ipu_tensorproto_read(path, &refs[k], NULL);
         if (st != IPU_OK)
-            return st;
+            return ipu_error(st, "--check: %s", ipu_error_message());
     }
     return IPU_OK;
+}
+
+ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
+                              const ipu_tensor_t *ref, double rtol, double atol, double *max_abs_out)
+{
+    char a[256], b[256];
+    if (!ipu_shape_equal(got->rank, got->dims, ref->rank, ref->dims)) {
+        printf("check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH\n", mb, k, name,
+               ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)));
+        return IPU_ERR_MISMATCH;
+    }
+    int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
+    double worst_excess = -INFINITY, max_abs = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = ipu_dtype_get_f64(got->dtype, got->data, (size_t)i);
+        double y = ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)i);
+        double d = fabs(x - y);
+        if (!isfinite(y) && (x == y || (isnan(x) && isnan(y))))
+            continue;
+        if (!(d <= atol + rtol * fabs(y)))
+            bad++;
+        double excess = isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
+        if (excess > worst_excess) {
+            worst_excess = excess;
+            worst = i;
+        }
+        if (d > max_abs || isnan(d))
+            max_abs = d;
+    }
+    if (max_abs_out && (max_abs > *max_abs_out || isnan(max_abs)))
+        *max_abs_out = max_abs;
+    if (bad == 0) {
+        if (verbose)
+            printf("check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
+                   ipu_tensor_describe(got, a, sizeof(a)), max_abs);
+        return IPU_OK;
+    }
+    index_string(got, worst, b, sizeof(b));
+    printf("check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
+           "got %.9g, want %.9g (rtol %g, atol %g)\n", mb, k, name,
+           ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
+           ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
+           ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol);
+    return IPU_ERR_MISMATCH;
+}
+
+static ipu_status_t make_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+    return IPU_OK;
+}
+
+ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,
+                              const ipu_tensor_t *t)
+{
+    char sub[4096], path[4200];
+    ipu_status_t st = make_dir(dir);
+    if (st != IPU_OK)
+        return st;
+    if (n_batches > 1) {
+        snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, mb);
+        if ((st = make_dir(sub)) != IPU_OK)
+            return st;
+    } else {
+        snprintf(sub, sizeof(sub), "%s", dir);
+    }
+    snprintf(path, sizeof(path), "%s/output_%d.pb", sub, k);
+    return ipu_tensorproto_write(path, t, name);
 }

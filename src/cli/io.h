@@ -12,19 +12,25 @@
  * file), IPU_ERR_INPUT. */
 ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins);
 
-/* Make seeded synthetic inputs of the declared shapes (symbolic dims -> 1):
+/* Make seeded synthetic inputs of the declared shapes (a symbolic first
+ * dimension -> batch, other symbolic dimensions -> 1):
  * floats ~ U(-1, 1); integer inputs used as Gather indices are drawn within
  * the gathered dimension, other integers in [0, 10). */
-ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, ipu_tensor_t *ins);
+ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins);
 
-/* Compare outputs[0..n) with DIR/output_<k>.pb as numpy.allclose(rtol, atol);
- * prints one line per output and the worst element of a failing one.
- * Returns IPU_ERR_MISMATCH on a mismatch, IPU_ERR_IO if a reference is
- * missing. */
-ipu_status_t cli_check_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir,
-                               double rtol, double atol);
+/* Read DIR/output_<k>.pb for every graph output into refs[k] (malloc'd). */
+ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *refs);
 
-/* Write outputs as DIR/output_<k>.pb (TensorProto named as the graph output). */
-ipu_status_t cli_write_outputs(const ipu_graph_t *g, const ipu_tensor_t *outs, const char *dir);
+/* Compare output k of micro-batch mb with ref as numpy.allclose(rtol, atol).
+ * Prints one line when verbose or on a mismatch (the count of bad elements
+ * and the worst one); raises *max_abs to the largest |got - want|. Returns
+ * IPU_ERR_MISMATCH on a mismatch (no message recorded). */
+ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
+                              const ipu_tensor_t *ref, double rtol, double atol, double *max_abs);
+
+/* Write output k of micro-batch mb as DIR/output_<k>.pb (one micro-batch)
+ * or DIR/test_data_set_<mb>/output_<k>.pb (several). */
+ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,
+                              const ipu_tensor_t *t);
 
 #endif

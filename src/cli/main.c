@@ -4,24 +4,14 @@
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
-#include "exec/session.h"
 
 #include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define PROG "ipu-exec"
-
-typedef struct {
-    const char *model, *inputs, *output_dir;
-    int check, batches, threads, warmup;
-    unsigned seed;
-    double rtol, atol;
-    ipu_session_opts_t sopts;
-} cli_opts_t;
 
 static void usage(FILE *f)
 {
@@ -35,21 +25,38 @@ static void usage(FILE *f)
 "  --inputs DIR        read input_N.pb (onnx.TensorProto) or input_N.npy from DIR\n"
 "                      (an ONNX test-data directory); default: seeded synthetic\n"
 "                      inputs of the model's shapes (symbolic dimensions = 1)\n"
-"  --seed N            seed of the synthetic inputs (default 0)\n"
-"  --output-dir DIR    write the outputs as DIR/output_N.pb\n"
+"  --seed N            seed of the synthetic inputs (default 0); micro-batch M\n"
+"                      uses seed N+M\n"
+"  --micro-batch M     samples per micro-batch: the size of symbolic batch\n"
+"                      dimensions of synthetic inputs (default 1)\n"
+"  --output-dir DIR    write the outputs as DIR/output_N.pb, or with --batches\n"
+"                      > 1 as DIR/test_data_set_M/output_N.pb per micro-batch M\n"
 "  --check             compare the outputs with output_N.pb in the --inputs DIR\n"
 "                      (numpy.allclose); exit 1 and print the worst element on\n"
 "                      a mismatch\n"
 "  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
 "\n"
 "Execution:\n"
-"  --batches N         timed runs (default 1); latency is the median/min of them\n"
+"  --batches N         micro-batches to run (default 1); on one IPU latency is\n"
+"                      the median/min of these runs\n"
 "  --warmup N          untimed runs before them (default 1 when N > 1, else 0)\n"
 "  --threads T         threads per IPU for the kernels (default 1)\n"
 "  --profile           time every node; print the op types and nodes that take\n"
 "                      the most time\n"
 "  --ipu-memory SIZE   IPU memory capacity, e.g. 900M, 2G (default 900M, an\n"
 "                      IPU Mk2); a model that does not fit is an error\n"
+"\n"
+"Pipeline (under mpirun: world = replicas x ranks per replica):\n"
+"  --replicas R        data-parallel copies of the pipeline (default 1); micro-\n"
+"                      batch M goes to replica M %% R\n"
+"  --ipus-per-rank K   IPUs owned by each rank (default 1): stages = ranks per\n"
+"                      replica x K, stage s on rank s / K, IPU s %% K\n"
+"  --credits C         micro-batches in flight per boundary link (default 2)\n"
+"  --transport T       ucx (default) or mpi, between ranks\n"
+"  --timeout S         seconds without progress before a rank gives up and\n"
+"                      names the peer it waits for (default 30)\n"
+"  The model is partitioned as `ipu-exec plan` shows; models annotated with\n"
+"  __pipeline_stage / __ipu_number keep their placement.\n"
 "\n"
 "Information:\n"
 "  --list-ops          print the supported operators (OpType since-until) and exit\n"
@@ -105,7 +112,8 @@ int cli_usage_error(const char *fmt, const char *arg)
 static int parse(int argc, char **argv, cli_opts_t *o)
 {
     enum { O_INPUTS = 256, O_OUTDIR, O_CHECK, O_BATCHES, O_THREADS, O_MEM, O_SEED,
-           O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE };
+           O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE, O_MB, O_REPLICAS, O_K,
+           O_CREDITS, O_TRANSPORT, O_TIMEOUT };
     static const struct option longopts[] = {
         {"inputs", required_argument, NULL, O_INPUTS},
         {"output-dir", required_argument, NULL, O_OUTDIR},
@@ -119,6 +127,12 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         {"atol", required_argument, NULL, O_ATOL},
         {"list-ops", no_argument, NULL, O_LISTOPS},
         {"profile", no_argument, NULL, O_PROFILE},
+        {"micro-batch", required_argument, NULL, O_MB},
+        {"replicas", required_argument, NULL, O_REPLICAS},
+        {"ipus-per-rank", required_argument, NULL, O_K},
+        {"credits", required_argument, NULL, O_CREDITS},
+        {"transport", required_argument, NULL, O_TRANSPORT},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -131,6 +145,37 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         case O_OUTDIR: o->output_dir = optarg; break;
         case O_CHECK: o->check = 1; break;
         case O_PROFILE: o->sopts.profile = 1; break;
+        case O_MB:
+            if (cli_parse_int(optarg, 1, &o->micro_batch))
+                return cli_usage_error("--micro-batch %s: expected a positive integer", optarg);
+            break;
+        case O_REPLICAS:
+            if (cli_parse_int(optarg, 1, &o->replicas))
+                return cli_usage_error("--replicas %s: expected a positive integer", optarg);
+            break;
+        case O_K:
+            if (cli_parse_int(optarg, 1, &o->ipus_per_rank) || o->ipus_per_rank > 64)
+                return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", optarg);
+            break;
+        case O_CREDITS:
+            if (cli_parse_int(optarg, 1, &o->credits) || o->credits > 16)
+                return cli_usage_error("--credits %s: expected an integer from 1 to 16", optarg);
+            break;
+        case O_TRANSPORT:
+            if (strcmp(optarg, "ucx") == 0)
+                o->transport = IPU_TRANSPORT_UCX;
+            else if (strcmp(optarg, "mpi") == 0)
+                o->transport = IPU_TRANSPORT_MPI;
+            else
+                return cli_usage_error("--transport %s: expected ucx or mpi", optarg);
+            break;
+        case O_TIMEOUT: {
+            char *end;
+            o->timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || o->timeout_s <= 0)
+                return cli_usage_error("--timeout %s: expected a positive number of seconds", optarg);
+            break;
+        }
         case O_BATCHES:
             if (cli_parse_int(optarg, 1, &o->batches))
                 return cli_usage_error("--batches %s: expected a positive integer", optarg);
@@ -186,144 +231,40 @@ static int parse(int argc, char **argv, cli_opts_t *o)
     return -1;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct { const char *op; double ms; int count; } op_time_t;
-
-static int cmp_op_time(const void *a, const void *b)
-{
-    double x = ((const op_time_t *)a)->ms, y = ((const op_time_t *)b)->ms;
-    return (x < y) - (x > y);
-}
-
-/* Per op type: total time over the timed and warm-up runs, as a share. */
-static void print_profile(const ipu_stage_t *st, int runs)
-{
-    const ipu_graph_t *g = st->g;
-    op_time_t *t = calloc((size_t)st->n_nodes + 1, sizeof(*t));
-    int nt = 0;
-    double total = 0;
-    if (t == NULL)
-        return;
-    for (int i = 0; i < st->n_nodes; i++) {
-        const ipu_node_t *n = &g->nodes[st->nodes[i]];
-        int k = 0;
-        while (k < nt && strcmp(t[k].op, n->op_type) != 0)
-            k++;
-        if (k == nt)
-            t[nt++].op = n->op_type;
-        t[k].ms += st->node_ms[i];
-        t[k].count++;
-        total += st->node_ms[i];
-    }
-    qsort(t, (size_t)nt, sizeof(*t), cmp_op_time);
-    printf("profile: %-24s %6s %10s %6s\n", "op", "nodes", "ms/run", "share");
-    for (int k = 0; k < nt; k++)
-        printf("profile: %-24s %6d %10.3f %5.1f%%\n", t[k].op, t[k].count, t[k].ms / runs,
-               total > 0 ? 100 * t[k].ms / total : 0);
-    free(t);
-}
-
-static ipu_status_t run(const cli_opts_t *o)
-{
-    ipu_session_t *s = NULL;
-    ipu_status_t st = ipu_session_open(o->model, &o->sopts, &s);
-    if (st != IPU_OK)
-        return st;
-    ipu_graph_t *g = s->g;
-    int n_in = g->n_inputs;
-    ipu_tensor_t *ins = calloc((size_t)n_in + 1, sizeof(*ins));
-    ipu_tensor_t *outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
-    double *times = calloc((size_t)o->batches, sizeof(double));
-    if (!ins || !outs || !times) {
-        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-        goto out;
-    }
-    st = o->inputs ? cli_read_inputs(g, o->inputs, ins) : cli_synth_inputs(g, o->seed, ins);
-    if (st == IPU_OK)
-        st = ipu_session_prepare(s, ins, n_in);
-    if (st != IPU_OK)
-        goto out;
-    int folded = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        folded += g->nodes[i].folded;
-    printf(PROG ": %s: %d nodes (%d folded), 1 IPU (cpu): weights %.1f MiB, activations %.1f MiB "
-           "(%.1f MiB without reuse), %.1f of %.0f MiB used\n",
-           o->model, g->n_nodes, folded, s->stage.weight_bytes / 1048576.0,
-           s->stage.plan.arena_bytes / 1048576.0, s->stage.plan.live_bytes / 1048576.0,
-           ipu_device_used(s->dev) / 1048576.0, ipu_device_capacity(s->dev) / 1048576.0);
-    for (int r = 0; r < o->warmup && st == IPU_OK; r++)
-        st = ipu_session_run(s, ins, n_in, outs);
-    for (int r = 0; r < o->batches && st == IPU_OK; r++) {
-        double t0 = now_ms();
-        st = ipu_session_run(s, ins, n_in, outs);
-        times[r] = now_ms() - t0;
-    }
-    if (st != IPU_OK)
-        goto out;
-    qsort(times, (size_t)o->batches, sizeof(double), cmp_double);
-    double median = o->batches % 2 ? times[o->batches / 2]
-                                   : 0.5 * (times[o->batches / 2 - 1] + times[o->batches / 2]);
-    int64_t batch = n_in > 0 && ins[0].rank > 0 ? ins[0].dims[0] : 1;
-    printf("latency ms: median %.3f min %.3f (%d run%s)\n", median, times[0], o->batches,
-           o->batches == 1 ? "" : "s");
-    printf("throughput: %.1f samples/s (batch %lld)\n", median > 0 ? 1e3 * (double)batch / median : 0.0,
-           (long long)batch);
-    if (s->stage.node_ms)
-        print_profile(&s->stage, o->batches + o->warmup);
-    if (o->output_dir && (st = cli_write_outputs(g, outs, o->output_dir)) != IPU_OK)
-        goto out;
-    if (o->check)
-        st = cli_check_outputs(g, outs, o->inputs, o->rtol, o->atol);
-out:
-    for (int k = 0; ins && k < n_in; k++)
-        free(ins[k].data);
-    free(ins);
-    free(outs);
-    free(times);
-    ipu_session_close(s);
-    return st;
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "plan") == 0)
         return cli_plan_main(argc - 1, argv + 1);
-    cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4};
+    cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4,
+                    .micro_batch = 1, .replicas = 1, .ipus_per_rank = 1, .credits = 2,
+                    .transport = IPU_TRANSPORT_UCX, .timeout_s = 30};
     ipu_session_opts_init(&o.sopts);
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
     /* under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) join the job */
     int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
-    int rank = -1, size = 1;
+    int rank = 0, size = 1;
     if (mpi) {
         MPI_Init(&argc, &argv);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
     }
-    ipu_log_init(rank);
+    ipu_log_init(mpi ? rank : -1);
     ipu_status_t st;
-    if (size > 1)
-        st = ipu_error(IPU_ERR_UNSUPPORTED, "%d ranks: the multi-rank pipeline is not built yet; "
-                       "run with mpirun -np 1", size);
+    if (size > 1 || o.replicas > 1 || o.ipus_per_rank > 1)
+        st = mpi ? cli_run_pipeline(&o, rank) : ipu_error(IPU_ERR_INVALID_ARG, "--replicas and "
+                   "--ipus-per-rank need the pipeline: run under mpirun (mpirun -np N " PROG " ...)");
     else
-        st = run(&o);
-    if (st != IPU_OK)
-        fprintf(stderr, PROG ": %s\n", ipu_error_message());
+        st = cli_run_single(&o);
+    if (st != IPU_OK && ipu_error_message()[0]) /* empty: another rank says it */
+        fprintf(stderr, PROG "%s: %s\n", mpi && size > 1 ? cli_rank_tag(rank) : "", ipu_error_message());
     fflush(stdout);
-    if (mpi)
+    int code = ipu_status_exit_code(st);
+    if (mpi) {
+        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together)
+            MPI_Abort(MPI_COMM_WORLD, code); /* the others may wait on this rank */
         MPI_Finalize();
-    return ipu_status_exit_code(st);
+    }
+    return code;
 }

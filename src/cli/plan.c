@@ -33,7 +33,7 @@ ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir)
     ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
     if (ins == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, ins);
+    ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, 1, ins);
     for (int k = 0; st == IPU_OK && k < g->n_inputs; k++)
         ipu_value_set_shape(&g->values[g->inputs[k]], ins[k].dtype, ins[k].rank, ins[k].dims);
     for (int k = 0; k < g->n_inputs; k++)

@@ -51,4 +51,11 @@ ipu_status_t ipu_device_read(const ipu_device_t *dev, int v, void *dst, size_t b
 /* Run the loaded stage once on the worker thread and wait for it. */
 ipu_status_t ipu_device_run(ipu_device_t *dev);
 
+/* Start a run and return at once; ipu_device_poll() sets *done when it has
+ * finished and returns its status. No write/read/start while running. */
+ipu_status_t ipu_device_start(ipu_device_t *dev);
+ipu_status_t ipu_device_poll(ipu_device_t *dev, int *done);
+/* Accumulated seconds the worker spent running stages. */
+double ipu_device_busy_s(const ipu_device_t *dev);
+
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct ipu_device {
     ipu_device_params_t params;
@@ -22,6 +23,8 @@ struct ipu_device {
     pthread_cond_t cv;
     int pending;     /* 1 while a run is requested and not finished */
     int quit;
+    int started;     /* a run was started and not yet collected */
+    double busy_s;
     ipu_status_t result;
     char error[1024];
 };
@@ -43,8 +46,12 @@ static void *worker_main(void *arg)
         if (dev->quit)
             break;
         pthread_mutex_unlock(&dev->mu);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         ipu_status_t st = ipu_stage_run(dev->stage, dev->arena, dev->scratch, dev->params.threads);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         pthread_mutex_lock(&dev->mu);
+        dev->busy_s += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
         dev->result = st;
         if (st != IPU_OK) /* the message is per thread: hand it over */
             snprintf(dev->error, sizeof(dev->error), "%s", ipu_error_message());
@@ -179,18 +186,46 @@ ipu_status_t ipu_device_read(const ipu_device_t *dev, int v, void *dst, size_t b
     return st;
 }
 
-ipu_status_t ipu_device_run(ipu_device_t *dev)
+ipu_status_t ipu_device_start(ipu_device_t *dev)
 {
-    if (dev->stage == NULL)
-        return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: no stage loaded", dev->params.index);
+    if (dev->stage == NULL || dev->started)
+        return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: no stage loaded or already running",
+                         dev->params.index);
     pthread_mutex_lock(&dev->mu);
     dev->pending = 1;
+    dev->started = 1;
     pthread_cond_broadcast(&dev->cv);
-    while (dev->pending)
-        pthread_cond_wait(&dev->cv, &dev->mu);
-    ipu_status_t st = dev->result;
+    pthread_mutex_unlock(&dev->mu);
+    return IPU_OK;
+}
+
+ipu_status_t ipu_device_poll(ipu_device_t *dev, int *done)
+{
+    pthread_mutex_lock(&dev->mu);
+    *done = dev->started && !dev->pending;
+    ipu_status_t st = *done ? dev->result : IPU_OK;
+    if (*done)
+        dev->started = 0;
     pthread_mutex_unlock(&dev->mu);
     if (st != IPU_OK)
         ipu_error(st, "%s", dev->error);
     return st;
+}
+
+ipu_status_t ipu_device_run(ipu_device_t *dev)
+{
+    ipu_status_t st = ipu_device_start(dev);
+    if (st != IPU_OK)
+        return st;
+    pthread_mutex_lock(&dev->mu);
+    while (dev->pending)
+        pthread_cond_wait(&dev->cv, &dev->mu);
+    pthread_mutex_unlock(&dev->mu);
+    int done;
+    return ipu_device_poll(dev, &done);
+}
+
+double ipu_device_busy_s(const ipu_device_t *dev)
+{
+    return dev->busy_s;
 }

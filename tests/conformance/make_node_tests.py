@@ -86,6 +86,11 @@ def write_case(case, out):
         for kind, vals, decl in (("input", inputs, g.input), ("output", outputs, g.output)):
             for j, v in enumerate(vals):
                 t = numpy_helper.from_array(np.asarray(v), decl[j].name)
+                # numpy has no bfloat16: the generators hand its bit patterns
+                # over as uint16; label them with the type the graph declares.
+                want = decl[j].type.tensor_type.elem_type
+                if want == onnx.TensorProto.BFLOAT16 and t.data_type == onnx.TensorProto.UINT16:
+                    t.data_type = want
                 with open(os.path.join(ds, f"{kind}_{j}.pb"), "wb") as f:
                     f.write(t.SerializeToString())
 

@@ -104,6 +104,9 @@ def run_case(binary, cases_dir, name, timeout):
         return "fail", f"timed out after {timeout}s"
     err = (p.stderr.strip() or p.stdout.strip()).splitlines()
     msg = err[-1] if err else ""
+    worst = [line for line in p.stdout.splitlines() if "mismatch" in line.lower()]
+    if worst:  # the line naming the worst element says more than the verdict
+        msg = worst[0]
     if p.returncode == 0:
         return "pass", ""
     if p.returncode == 2 and REFUSAL.search(p.stderr):

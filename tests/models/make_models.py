@@ -27,6 +27,7 @@ Exit status: 0 ok, 2 bad usage, 77 when torch/torchvision/onnx are missing.
 import argparse
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -204,12 +205,18 @@ def write_tensor(path, array, name):
         f.write(numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
 
 
+def is_complete(d, config):
+    try:
+        with open(os.path.join(d, ".complete")) as f:
+            return f.read() == config
+    except OSError:
+        return False
+
+
 def export(name, out, batch, opset, force):
     d = os.path.join(out, name)
-    data = os.path.join(d, "test_data_set_0")
-    stamp = os.path.join(d, ".complete")
     config = f"{name} batch={batch} opset={opset}\n"
-    if not force and os.path.exists(stamp) and open(stamp).read() == config:
+    if not force and is_complete(d, config):
         print(f"{name}: up to date in {d}")
         return
     t0 = time.time()
@@ -220,10 +227,13 @@ def export(name, out, batch, opset, force):
         ref = model(*args)
     ref = ref if isinstance(ref, tuple) else (ref,)
 
-    os.makedirs(data, exist_ok=True)
-    if os.path.exists(stamp):
-        os.remove(stamp)
-    path = os.path.join(d, "model.onnx")
+    # Written into a private folder, then renamed into place, so that a
+    # reader (or a second make_models.py) never sees a half-written model.
+    tmp = f"{d}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    data = os.path.join(tmp, "test_data_set_0")
+    os.makedirs(data)
+    path = os.path.join(tmp, "model.onnx")
     # Exported with autograd enabled: the fused inference fast path of
     # nn.TransformerEncoderLayer (taken under no_grad) has no ONNX symbolic.
     torch.onnx.export(model, args, path, opset_version=opset,
@@ -236,13 +246,22 @@ def export(name, out, batch, opset, force):
     for i, r in enumerate(ref):
         r = r.detach().numpy().astype(np.float32)
         if not np.isfinite(r).all():
+            shutil.rmtree(tmp)
             sys.exit(f"make_models.py: {name}: reference output {i} is not finite")
         stds.append(float(r.std()))
         write_tensor(os.path.join(data, f"output_{i}.pb"), r, out_names[i])
     if min(stds) < 1e-3:
+        shutil.rmtree(tmp)
         sys.exit(f"make_models.py: {name}: degenerate reference output (std {min(stds):.3g})")
-    with open(stamp, "w") as f:
+    with open(os.path.join(tmp, ".complete"), "w") as f:
         f.write(config)
+    shutil.rmtree(d, ignore_errors=True)
+    try:
+        os.rename(tmp, d)
+    except OSError:  # another make_models.py got there first
+        shutil.rmtree(tmp)
+        if not is_complete(d, config):
+            raise
     params = sum(p.numel() for p in model.parameters())
     print(f"{name}: {params / 1e6:.1f}M params, opset {opset}, batch {batch}, "
           f"output std {', '.join(f'{s:.3g}' for s in stds)}, "

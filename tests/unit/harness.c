@@ -140,7 +140,7 @@ void assert_allclose_f32(const float *got, const float *want, size_t n, double r
 {
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - (double)want[i]);
-        if (isnan(want[i]) && isnan(got[i]))
+        if ((isnan(want[i]) && isnan(got[i])) || got[i] == want[i])
             continue;
         if (!(d <= atol + rtol * fabs((double)want[i])))
             fail_msg("element %zu: got %.9g, want %.9g (|diff| %.3g)", i, got[i], want[i], d);

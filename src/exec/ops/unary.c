@@ -47,7 +47,7 @@ typedef struct un_op {
 #define UN_F(NAME, EXPR) UN_FN(NAME, float, float, EXPR)
 #define UN_I(NAME, EXPR) UN_FN(NAME##_i64, int64_t, int64_t, EXPR) UN_FN(NAME##_i32, int32_t, int32_t, EXPR)
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + ipu_ew_expf(-x)); }
+static inline __attribute__((always_inline)) float sigmoidf(float x) { return 1.0f / (1.0f + ipu_ew_expf(-x)); }
 
 UN_F(relu_f32, x < 0.0f ? 0.0f : x)
 UN_I(relu, x < 0 ? 0 : x)

@@ -1,0 +1,315 @@
+/* Running a model: on one IPU of this process (cli_run_single) or as a
+ * pipeline over the MPI job (cli_run_pipeline). Both take micro-batch m's
+ * inputs from --inputs DIR or synthesise them with seed + m, and hand every
+ * output to --output-dir and --check. */
+#include "cli/cli.h"
+#include "cli/io.h"
+#include "exec/ops/registry.h"
+#include "exec/pipeline.h"
+#include "graph/load.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct data {
+    const cli_opts_t *o;
+    const ipu_graph_t *g;
+    ipu_tensor_t *ins;       /* inputs of the current micro-batch (owned) */
+    int loaded;              /* --inputs read (they serve every micro-batch) */
+    ipu_tensor_t *refs;      /* --check references (owned) */
+    long mismatches, checked;
+    double max_abs;
+} data_t;
+
+static void data_free(data_t *d)
+{
+    for (int k = 0; d->ins && k < d->g->n_inputs; k++)
+        free(d->ins[k].data);
+    for (int k = 0; d->refs && k < d->g->n_outputs; k++)
+        free(d->refs[k].data);
+    free(d->ins);
+    free(d->refs);
+}
+
+static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t *g)
+{
+    memset(d, 0, sizeof(*d));
+    d->o = o;
+    d->g = g;
+    d->ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
+    d->refs = calloc((size_t)g->n_outputs + 1, sizeof(ipu_tensor_t));
+    if (!d->ins || !d->refs)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    if (o->check)
+        return cli_read_refs(g, o->inputs, d->refs);
+    return IPU_OK;
+}
+
+static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
+{
+    data_t *d = arg;
+    ipu_status_t st = IPU_OK;
+    if (d->o->inputs) {
+        if (!d->loaded)
+            st = cli_read_inputs(d->g, d->o->inputs, d->ins);
+        d->loaded = st == IPU_OK;
+    } else {
+        for (int k = 0; k < d->g->n_inputs; k++) {
+            free(d->ins[k].data);
+            d->ins[k].data = NULL;
+        }
+        st = cli_synth_inputs(d->g, d->o->seed + (unsigned)mb, d->o->micro_batch, d->ins);
+    }
+    if (st == IPU_OK)
+        memcpy(out, d->ins, (size_t)d->g->n_inputs * sizeof(ipu_tensor_t));
+    return st;
+}
+
+static ipu_status_t take_output(void *arg, int mb, int k, const ipu_tensor_t *t)
+{
+    data_t *d = arg;
+    const char *name = d->g->values[d->g->outputs[k]].name;
+    if (d->o->output_dir) {
+        ipu_status_t st = cli_write_output(d->o->output_dir, d->o->batches, mb, k, name, t);
+        if (st != IPU_OK)
+            return st;
+    }
+    if (d->o->check) {
+        d->checked++;
+        if (cli_check_output(name, k, mb, mb == 0, t, &d->refs[k], d->o->rtol, d->o->atol,
+                             &d->max_abs) != IPU_OK)
+            d->mismatches++;
+    }
+    return IPU_OK;
+}
+
+/* The --check verdict over all micro-batches. */
+static ipu_status_t check_summary(const cli_opts_t *o, long checked, long mismatches, double max_abs)
+{
+    if (!o->check)
+        return IPU_OK;
+    if (mismatches)
+        return ipu_error(IPU_ERR_MISMATCH, "--check: %ld of %ld outputs differ from the reference "
+                         "in %s", mismatches, checked, o->inputs);
+    printf("check: %ld output%s of %d micro-batch%s ok (max abs err %.3g)\n", checked,
+           checked == 1 ? "" : "s", o->batches, o->batches == 1 ? "" : "es", max_abs);
+    return IPU_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct { const char *op; double ms; int count; } op_time_t;
+
+static int cmp_op_time(const void *a, const void *b)
+{
+    double x = ((const op_time_t *)a)->ms, y = ((const op_time_t *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+/* Per op type: time per run and share of the total. */
+static void print_profile(const ipu_stage_t *st, int runs)
+{
+    const ipu_graph_t *g = st->g;
+    op_time_t *t = calloc((size_t)st->n_nodes + 1, sizeof(*t));
+    int nt = 0;
+    double total = 0;
+    if (t == NULL)
+        return;
+    for (int i = 0; i < st->n_nodes; i++) {
+        const ipu_node_t *n = &g->nodes[st->nodes[i]];
+        int k = 0;
+        while (k < nt && strcmp(t[k].op, n->op_type) != 0)
+            k++;
+        if (k == nt)
+            t[nt++].op = n->op_type;
+        t[k].ms += st->node_ms[i];
+        t[k].count++;
+        total += st->node_ms[i];
+    }
+    qsort(t, (size_t)nt, sizeof(*t), cmp_op_time);
+    printf("profile: %-24s %6s %10s %6s\n", "op", "nodes", "ms/run", "share");
+    for (int k = 0; k < nt; k++)
+        printf("profile: %-24s %6d %10.3f %5.1f%%\n", t[k].op, t[k].count, t[k].ms / runs,
+               total > 0 ? 100 * t[k].ms / total : 0);
+    free(t);
+}
+
+ipu_status_t cli_run_single(const cli_opts_t *o)
+{
+    ipu_session_t *s = NULL;
+    data_t d = {0};
+    double *times = NULL;
+    ipu_status_t st = ipu_session_open(o->model, &o->sopts, &s);
+    if (st != IPU_OK)
+        return st;
+    ipu_graph_t *g = s->g;
+    ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
+    ipu_tensor_t *outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
+    times = calloc((size_t)o->batches, sizeof(double));
+    if (!ins || !outs || !times) {
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    if ((st = data_init(&d, o, g)) != IPU_OK || (st = make_inputs(&d, 0, ins)) != IPU_OK ||
+        (st = ipu_session_prepare(s, ins, g->n_inputs)) != IPU_OK)
+        goto out;
+    int folded = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        folded += g->nodes[i].folded;
+    printf("ipu-exec: %s: %d nodes (%d folded), 1 IPU (cpu): weights %.1f MiB, activations %.1f MiB "
+           "(%.1f MiB without reuse), %.1f of %.0f MiB used\n",
+           o->model, g->n_nodes, folded, s->stage.weight_bytes / 1048576.0,
+           s->stage.plan.arena_bytes / 1048576.0, s->stage.plan.live_bytes / 1048576.0,
+           ipu_device_used(s->dev) / 1048576.0, ipu_device_capacity(s->dev) / 1048576.0);
+    for (int r = 0; r < o->warmup && st == IPU_OK; r++)
+        st = ipu_session_run(s, ins, g->n_inputs, outs);
+    for (int m = 0; m < o->batches && st == IPU_OK; m++) {
+        if (m > 0 && (st = make_inputs(&d, m, ins)) != IPU_OK)
+            break;
+        double t0 = now_ms();
+        st = ipu_session_run(s, ins, g->n_inputs, outs);
+        times[m] = now_ms() - t0;
+        for (int k = 0; k < g->n_outputs && st == IPU_OK; k++)
+            st = take_output(&d, m, k, &outs[k]);
+    }
+    if (st != IPU_OK)
+        goto out;
+    qsort(times, (size_t)o->batches, sizeof(double), cmp_double);
+    double median = o->batches % 2 ? times[o->batches / 2]
+                                   : 0.5 * (times[o->batches / 2 - 1] + times[o->batches / 2]);
+    int64_t batch = g->n_inputs > 0 && ins[0].rank > 0 ? ins[0].dims[0] : 1;
+    printf("latency ms: median %.3f min %.3f (%d run%s)\n", median, times[0], o->batches,
+           o->batches == 1 ? "" : "s");
+    printf("throughput: %.1f samples/s (batch %lld)\n", median > 0 ? 1e3 * (double)batch / median : 0.0,
+           (long long)batch);
+    if (s->stage.node_ms)
+        print_profile(&s->stage, o->batches + o->warmup);
+    st = check_summary(o, d.checked, d.mismatches, d.max_abs);
+out:
+    data_free(&d);
+    free(ins);
+    free(outs);
+    free(times);
+    ipu_session_close(s);
+    return st;
+}
+
+const char *cli_rank_tag(int rank)
+{
+    static char buf[32];
+    snprintf(buf, sizeof(buf), " (rank %d)", rank);
+    return buf;
+}
+
+static unsigned hash_str(const char *s)
+{
+    unsigned h = 2166136261u;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, int64_t batch)
+{
+    printf("pipeline: %d rank%s = %d replica%s x %d rank%s, %d stage%s, %d micro-batches of %lld\n",
+           r->world, r->world > 1 ? "s" : "", r->replicas, r->replicas > 1 ? "s" : "",
+           r->ranks_per_replica, r->ranks_per_replica > 1 ? "s" : "", r->stages,
+           r->stages > 1 ? "s" : "", o->batches, (long long)batch);
+    printf("throughput: %.1f samples/s (%.3f s for %d micro-batches)\n", r->samples_per_s, r->wall_s,
+           o->batches);
+    printf("latency ms per micro-batch: median %.3f min %.3f max %.3f\n", r->latency_med_ms,
+           r->latency_min_ms, r->latency_max_ms);
+    for (int s = 0; s < r->stages && r->stage_busy; s++)
+        printf("stage %d: busy %.1f%%, %.3f ms per micro-batch\n", s, 100 * r->stage_busy[s],
+               r->stage_ms[s]);
+    printf("peak RSS per rank MiB:");
+    for (int i = 0; i < r->world && r->rank_rss_mib; i++)
+        printf(" %.0f", r->rank_rss_mib[i]);
+    printf("\n");
+}
+
+ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
+{
+    ipu_graph_t *g = NULL;
+    data_t d = {0};
+    ipu_pipeline_report_t rep = {0};
+    ipu_partition_t plan = {0};
+    ipu_status_t st = ipu_model_load(o->model, &g);
+    if (st == IPU_OK)
+        st = ipu_graph_bind_ops(g, ipu_op_lookup);
+    if (st == IPU_OK)
+        st = data_init(&d, o, g);
+    if (st != IPU_OK) { /* the same on every rank: say it once */
+        o->failed_together = 1;
+        if (rank != 0)
+            ipu_error(st, "%s", "");
+        goto out;
+    }
+    ipu_pipeline_params_t pp;
+    ipu_pipeline_params_init(&pp);
+    pp.replicas = o->replicas;
+    pp.ipus_per_rank = o->ipus_per_rank;
+    pp.micro_batches = o->batches;
+    pp.credits = o->credits;
+    pp.threads = o->threads;
+    pp.ipu_memory = o->sopts.ipu_memory;
+    pp.transport.kind = o->transport;
+    pp.transport.timeout_s = o->timeout_s;
+    pp.make_inputs = make_inputs;
+    pp.take_output = take_output;
+    pp.arg = &d;
+    ipu_partition_params_t part;
+    ipu_partition_params_init(&part);
+    st = ipu_pipeline_run(g, MPI_COMM_WORLD, &pp, &part, &plan, &rep);
+    if (st != IPU_OK && rep.setup_failed) {
+        /* every rank failed before any transfer: print an error once */
+        unsigned h = hash_str(ipu_error_message()), lo, hi;
+        MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED, MPI_MAX, MPI_COMM_WORLD);
+        o->failed_together = 1;
+        if (lo == hi && rank != 0)
+            ipu_error(st, "%s", "");
+        goto out;
+    }
+    /* every rank finished its stages: agree on --check */
+    long cnt[2] = {st == IPU_OK ? d.checked : 0, st == IPU_OK ? d.mismatches : 0}, all[2];
+    double mx = d.max_abs, allmx;
+    int bad = st != IPU_OK, anybad;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (bad)
+        goto out; /* rank-local failure: main aborts the job */
+    MPI_Allreduce(cnt, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mx, &allmx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    o->failed_together = 1;
+    if (rank == 0) {
+        ipu_partition_print(&plan, stdout);
+        int64_t batch = g->n_inputs > 0 && g->values[g->inputs[0]].rank > 0 ? g->values[g->inputs[0]].dims[0] : 1;
+        print_report(o, &rep, batch);
+    }
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        st = check_summary(o, all[0], all[1], allmx);
+    else if (o->check && all[1])
+        st = ipu_error(IPU_ERR_MISMATCH, "%s", ""); /* rank 0 says it */
+out:
+    ipu_pipeline_report_free(&rep);
+    ipu_partition_free(&plan);
+    data_free(&d);
+    ipu_graph_free(g);
+    return st;
+}

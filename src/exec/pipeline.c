@@ -1,0 +1,768 @@
+#include "exec/pipeline.h"
+
+#include "common/log.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define MAX_CREDITS 16
+/* tag: [credit 1][link 15][seq 24] = 40 bits */
+#define TAG(credit, link, seq) \
+    (((uint64_t)(credit) << 39) | ((uint64_t)(link) << 24) | ((uint64_t)(seq) & 0xffffff))
+
+void ipu_pipeline_params_init(ipu_pipeline_params_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->replicas = 1;
+    p->ipus_per_rank = 1;
+    p->micro_batches = 1;
+    p->credits = 2;
+    p->threads = 1;
+    p->ipu_memory = IPU_DEFAULT_MEMORY;
+    ipu_transport_params_init(&p->transport);
+}
+
+/* A value crossing from one stage to a later one (within a replica). */
+typedef struct link {
+    int value, src, dst;        /* value index, producing and consuming stage */
+    int src_rank, dst_rank;     /* world ranks in this rank's replica */
+    size_t bytes;
+    /* sender side */
+    uint8_t *sbuf[MAX_CREDITS];
+    ipu_treq_t *sreq[MAX_CREDITS];
+    int64_t credits;            /* credits returned by the receiver */
+    ipu_treq_t *creq;           /* posted receive of the next credit */
+    uint64_t cmsg;
+    /* receiver side */
+    uint8_t *rbuf[MAX_CREDITS];
+    ipu_treq_t *rreq[MAX_CREDITS];
+    int ready[MAX_CREDITS];     /* local links: slot filled */
+    int64_t consumed;           /* micro-batches taken by the consumer */
+    int64_t posted;             /* remote: receives posted up to (excl.) */
+} link_t;
+
+typedef struct lstage {
+    int s;
+    ipu_stage_t stage;
+    ipu_device_t *dev;
+    int *in_links, n_in, *out_links, n_out;
+    int *graph_in, n_graph_in;  /* graph input k read by this stage (k indices) */
+    int *graph_out, n_graph_out;
+    int64_t next, total;        /* next sequence to start, sequences of this replica */
+    int running, has_result;
+    int64_t seq;                /* sequence running / whose result is pending */
+    unsigned char *emitted;     /* per out link: result of seq sent */
+    double run_s;
+} lstage_t;
+
+typedef struct pipe {
+    const ipu_graph_t *g;
+    const ipu_pipeline_params_t *p;
+    ipu_transport_t *tr;
+    int rank, world, R, P, K, S, replica, C;
+    link_t *links;
+    int n_links;
+    lstage_t *ls;
+    int n_ls;
+    ipu_tensor_t *ins;          /* graph inputs of the current micro-batch */
+    int ins_mb;                 /* which micro-batch ins holds, -1 none */
+    ipu_treq_t **credit_sends;  /* credit messages in flight */
+    int n_credit_sends, cap_credit_sends;
+    double t0;
+    double *t_start, *t_end;    /* per sequence of this replica (stage 0 / last stage) */
+} pipe_t;
+
+static double now_s(void)
+{
+    return MPI_Wtime();
+}
+
+static int stage_rank(const pipe_t *pp, int s)
+{
+    return pp->replica * pp->P + s / pp->K;
+}
+
+static int mb_of(const pipe_t *pp, int64_t seq)
+{
+    return (int)(seq * pp->R + pp->replica);
+}
+
+static ipu_status_t build_links(pipe_t *pp, const int *node_stage)
+{
+    const ipu_graph_t *g = pp->g;
+    int cap = 16;
+    pp->links = calloc((size_t)cap, sizeof(link_t));
+    if (pp->links == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (int v = 0; v < g->n_values; v++) {
+        const ipu_value_t *val = &g->values[v];
+        if (val->data || val->producer < 0 || node_stage[val->producer] < 0)
+            continue;
+        int src = node_stage[val->producer];
+        unsigned char seen[4096] = {0};
+        for (int i = 0; i < g->n_nodes; i++) {
+            int dst = node_stage[i];
+            if (dst < 0 || dst == src || seen[dst])
+                continue;
+            const ipu_node_t *n = &g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] == v) {
+                    seen[dst] = 1;
+                    if (pp->n_links == cap) {
+                        link_t *nl = realloc(pp->links, (size_t)cap * 2 * sizeof(link_t));
+                        if (nl == NULL)
+                            return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+                        memset(nl + cap, 0, (size_t)cap * sizeof(link_t));
+                        pp->links = nl;
+                        cap *= 2;
+                    }
+                    link_t *l = &pp->links[pp->n_links++];
+                    l->value = v;
+                    l->src = src;
+                    l->dst = dst;
+                    l->src_rank = stage_rank(pp, src);
+                    l->dst_rank = stage_rank(pp, dst);
+                    l->bytes = (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
+                    break;
+                }
+        }
+    }
+    if (pp->n_links >= (1 << 15))
+        return ipu_error(IPU_ERR_UNSUPPORTED, "%d boundary tensors: at most 32767", pp->n_links);
+    return IPU_OK;
+}
+
+static int append(int **arr, int *n, int v)
+{
+    int *na = realloc(*arr, (size_t)(*n + 1) * sizeof(int));
+    if (na == NULL)
+        return -1;
+    na[(*n)++] = v;
+    *arr = na;
+    return 0;
+}
+
+static void *alloc_buf(size_t n)
+{
+    return aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+}
+
+/* Build this rank's stages (nodes, boundary lists), devices and buffers. */
+static ipu_status_t build_local(pipe_t *pp, const int *node_stage)
+{
+    const ipu_graph_t *g = pp->g;
+    const ipu_pipeline_params_t *p = pp->p;
+    pp->ls = calloc((size_t)pp->K, sizeof(lstage_t));
+    int *nodes = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
+    if (pp->ls == NULL || nodes == NULL) {
+        free(nodes);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    int64_t total = (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
+    ipu_status_t st = IPU_OK;
+    for (int i = 0; i < pp->K && st == IPU_OK; i++) {
+        lstage_t *ls = &pp->ls[pp->n_ls++];
+        ls->s = (pp->rank % pp->P) * pp->K + i;
+        ls->total = total;
+        int n = 0, *ins = NULL, n_ins = 0, *outs = NULL, n_outs = 0;
+        for (int j = 0; j < g->n_nodes; j++)
+            if (node_stage[g->order[j]] == ls->s)
+                nodes[n++] = g->order[j];
+        for (int l = 0; l < pp->n_links; l++) {
+            if (pp->links[l].dst == ls->s && (append(&ls->in_links, &ls->n_in, l) ||
+                                              append(&ins, &n_ins, pp->links[l].value)))
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+            if (pp->links[l].src == ls->s && (append(&ls->out_links, &ls->n_out, l) ||
+                                              append(&outs, &n_outs, pp->links[l].value)))
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        }
+        for (int k = 0; k < g->n_inputs && st == IPU_OK; k++) {
+            int v = g->inputs[k], used = 0;
+            for (int j = 0; j < n && !used; j++)
+                for (int q = 0; q < g->nodes[nodes[j]].n_inputs; q++)
+                    used |= g->nodes[nodes[j]].inputs[q] == v;
+            if (used && (append(&ls->graph_in, &ls->n_graph_in, k) || append(&ins, &n_ins, v)))
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        }
+        for (int k = 0; k < g->n_outputs && st == IPU_OK; k++) {
+            const ipu_value_t *ov = &g->values[g->outputs[k]];
+            int s = ov->producer >= 0 ? node_stage[ov->producer] : 0;
+            if (s < 0) /* a folded (constant) output: the last stage gives it */
+                s = pp->S - 1;
+            if (s == ls->s && (append(&ls->graph_out, &ls->n_graph_out, k) ||
+                               append(&outs, &n_outs, g->outputs[k])))
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        }
+        if (st == IPU_OK)
+            st = ipu_stage_build(g, nodes, n, ins, n_ins, outs, n_outs, &ls->stage);
+        free(ins);
+        free(outs);
+        if (st == IPU_OK && (ls->emitted = calloc((size_t)ls->n_out + 1, 1)) == NULL)
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (st == IPU_OK) {
+            ipu_device_params_t dp = {.index = i, .capacity = p->ipu_memory, .threads = p->threads,
+                                      .core = -1};
+            st = ipu_device_open(&dp, &ls->dev);
+        }
+        if (st == IPU_OK && (st = ipu_device_load(ls->dev, &ls->stage)) != IPU_OK)
+            st = ipu_error(st, "rank %d, stage %d: %s", pp->rank, ls->s, ipu_error_message());
+    }
+    free(nodes);
+    /* buffers of the links this rank sends or receives */
+    for (int l = 0; l < pp->n_links && st == IPU_OK; l++) {
+        link_t *lk = &pp->links[l];
+        for (int c = 0; c < pp->C; c++) {
+            if (lk->src_rank == pp->rank && lk->dst_rank != pp->rank &&
+                (lk->sbuf[c] = alloc_buf(lk->bytes)) == NULL)
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory for boundary buffers");
+            if (lk->dst_rank == pp->rank && (lk->rbuf[c] = alloc_buf(lk->bytes)) == NULL)
+                st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory for boundary buffers");
+        }
+    }
+    return st;
+}
+
+/* Post receives for the remote links into this rank, up to C ahead. */
+static ipu_status_t post_receives(pipe_t *pp, link_t *lk, int64_t total)
+{
+    while (lk->posted < total && lk->posted < lk->consumed + pp->C) {
+        int c = (int)(lk->posted % pp->C);
+        ipu_status_t st = ipu_transport_irecv(pp->tr, lk->src_rank, TAG(0, lk - pp->links, lk->posted),
+                                              lk->rbuf[c], lk->bytes, &lk->rreq[c]);
+        if (st != IPU_OK)
+            return st;
+        lk->posted++;
+    }
+    return IPU_OK;
+}
+
+static ipu_status_t post_credit_recv(pipe_t *pp, link_t *lk)
+{
+    return ipu_transport_irecv(pp->tr, lk->dst_rank, TAG(1, lk - pp->links, 0), &lk->cmsg,
+                               sizeof(lk->cmsg), &lk->creq);
+}
+
+/* 1 if sequence seq of link lk has arrived at this rank. */
+static ipu_status_t arrived(pipe_t *pp, link_t *lk, int64_t seq, int *yes)
+{
+    int c = (int)(seq % pp->C);
+    *yes = 0;
+    if (lk->src_rank == pp->rank) {
+        *yes = lk->ready[c];
+        return IPU_OK;
+    }
+    if (seq >= lk->posted)
+        return IPU_OK;
+    if (lk->rreq[c] == NULL) { /* completed earlier */
+        *yes = 1;
+        return IPU_OK;
+    }
+    int done;
+    ipu_status_t st = ipu_transport_test(pp->tr, lk->rreq[c], &done);
+    if (st != IPU_OK) {
+        lk->rreq[c] = NULL;
+        return st;
+    }
+    if (done)
+        lk->rreq[c] = NULL;
+    *yes = done;
+    return IPU_OK;
+}
+
+/* The consumer took sequence seq: free its slot, return a credit. */
+static ipu_status_t consumed(pipe_t *pp, link_t *lk, int64_t total)
+{
+    lk->ready[lk->consumed % pp->C] = 0;
+    lk->consumed++;
+    if (lk->src_rank == pp->rank)
+        return IPU_OK;
+    ipu_status_t st = post_receives(pp, lk, total);
+    /* the sender needs the credit of sequence k only to send k + C: none is
+     * sent for the last C, so no message is left in flight at the end */
+    if (st != IPU_OK || lk->consumed - 1 + pp->C >= total)
+        return st;
+    if (pp->n_credit_sends == pp->cap_credit_sends) {
+        int cap = pp->cap_credit_sends ? 2 * pp->cap_credit_sends : 16;
+        ipu_treq_t **n = realloc(pp->credit_sends, (size_t)cap * sizeof(*n));
+        if (n == NULL)
+            return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        pp->credit_sends = n;
+        pp->cap_credit_sends = cap;
+    }
+    static const uint64_t one = 1;
+    st = ipu_transport_isend(pp->tr, lk->src_rank, TAG(1, lk - pp->links, 0), &one,
+                             sizeof(one), &pp->credit_sends[pp->n_credit_sends]);
+    if (st == IPU_OK)
+        pp->n_credit_sends++;
+    return st;
+}
+
+static ipu_status_t try_start(pipe_t *pp, lstage_t *ls)
+{
+    int64_t seq = ls->next;
+    for (int i = 0; i < ls->n_in; i++) {
+        int yes;
+        ipu_status_t st = arrived(pp, &pp->links[ls->in_links[i]], seq, &yes);
+        if (st != IPU_OK || !yes)
+            return st;
+    }
+    ipu_status_t st;
+    int mb = mb_of(pp, seq);
+    if (ls->n_graph_in > 0 && pp->ins_mb != mb) {
+        if ((st = pp->p->make_inputs(pp->p->arg, mb, pp->ins)) != IPU_OK)
+            return st;
+        pp->ins_mb = mb;
+    }
+    for (int i = 0; i < ls->n_graph_in; i++) {
+        int k = ls->graph_in[i];
+        ipu_tensor_t slot = ipu_device_tensor(ls->dev, pp->g->inputs[k]);
+        if (!ipu_shape_equal(slot.rank, slot.dims, pp->ins[k].rank, pp->ins[k].dims) ||
+            slot.dtype != pp->ins[k].dtype)
+            return ipu_error(IPU_ERR_INPUT, "micro-batch %d: input '%s' differs in shape or dtype "
+                             "from micro-batch 0; every micro-batch must have the same shapes",
+                             mb, pp->g->values[pp->g->inputs[k]].name);
+        if ((st = ipu_device_write(ls->dev, pp->g->inputs[k], pp->ins[k].data,
+                                   ipu_tensor_nbytes(&pp->ins[k]))) != IPU_OK)
+            return st;
+    }
+    for (int i = 0; i < ls->n_in; i++) {
+        link_t *lk = &pp->links[ls->in_links[i]];
+        if ((st = ipu_device_write(ls->dev, lk->value, lk->rbuf[seq % pp->C], lk->bytes)) != IPU_OK ||
+            (st = consumed(pp, lk, ls->total)) != IPU_OK)
+            return st;
+    }
+    if (ls->s == 0)
+        pp->t_start[seq] = now_s() - pp->t0;
+    if ((st = ipu_device_start(ls->dev)) != IPU_OK)
+        return st;
+    ls->running = 1;
+    ls->seq = seq;
+    ls->next++;
+    return IPU_OK;
+}
+
+/* Hand the finished sequence's outputs on; returns with has_result still set
+ * when a link has no room yet. */
+static ipu_status_t try_emit(pipe_t *pp, lstage_t *ls)
+{
+    int64_t seq = ls->seq;
+    int c = (int)(seq % pp->C);
+    ipu_status_t st;
+    for (int i = 0; i < ls->n_out; i++) {
+        if (ls->emitted[i])
+            continue;
+        link_t *lk = &pp->links[ls->out_links[i]];
+        if (lk->dst_rank == pp->rank) { /* local: copy into the consumer's slot */
+            if (seq >= lk->consumed + pp->C)
+                continue;
+            if ((st = ipu_device_read(ls->dev, lk->value, lk->rbuf[c], lk->bytes)) != IPU_OK)
+                return st;
+            lk->ready[c] = 1;
+        } else {
+            if (seq >= lk->credits + pp->C)
+                continue;
+            if (lk->sreq[c]) { /* the slot's previous send must be done */
+                int done;
+                if ((st = ipu_transport_test(pp->tr, lk->sreq[c], &done)) != IPU_OK) {
+                    lk->sreq[c] = NULL;
+                    return st;
+                }
+                if (!done)
+                    continue;
+                lk->sreq[c] = NULL;
+            }
+            if ((st = ipu_device_read(ls->dev, lk->value, lk->sbuf[c], lk->bytes)) != IPU_OK ||
+                (st = ipu_transport_isend(pp->tr, lk->dst_rank, TAG(0, lk - pp->links, seq),
+                                          lk->sbuf[c], lk->bytes, &lk->sreq[c])) != IPU_OK)
+                return st;
+        }
+        ls->emitted[i] = 1;
+    }
+    for (int i = 0; i < ls->n_out; i++)
+        if (!ls->emitted[i])
+            return IPU_OK;
+    for (int i = 0; i < ls->n_graph_out; i++) {
+        int k = ls->graph_out[i];
+        ipu_tensor_t t = ipu_device_tensor(ls->dev, pp->g->outputs[k]);
+        if ((st = pp->p->take_output(pp->p->arg, mb_of(pp, seq), k, &t)) != IPU_OK)
+            return st;
+    }
+    if (ls->s == pp->S - 1)
+        pp->t_end[seq] = now_s() - pp->t0;
+    memset(ls->emitted, 0, (size_t)ls->n_out);
+    ls->has_result = 0;
+    return IPU_OK;
+}
+
+static ipu_status_t poll_credits(pipe_t *pp, int *events)
+{
+    for (int l = 0; l < pp->n_links; l++) {
+        link_t *lk = &pp->links[l];
+        if (lk->creq == NULL)
+            continue;
+        int done;
+        ipu_status_t st = ipu_transport_test(pp->tr, lk->creq, &done);
+        if (st != IPU_OK) {
+            lk->creq = NULL;
+            return st;
+        }
+        if (done) {
+            lk->credits++;
+            lk->creq = NULL;
+            *events = 1;
+            if ((st = post_credit_recv(pp, lk)) != IPU_OK)
+                return st;
+        }
+    }
+    for (int i = 0; i < pp->n_credit_sends; i++) {
+        int done;
+        ipu_status_t st = ipu_transport_test(pp->tr, pp->credit_sends[i], &done);
+        if (st != IPU_OK) {
+            pp->credit_sends[i] = pp->credit_sends[--pp->n_credit_sends];
+            return st;
+        }
+        if (done) {
+            pp->credit_sends[i--] = pp->credit_sends[--pp->n_credit_sends];
+        }
+    }
+    return IPU_OK;
+}
+
+/* The scheduler: run until every local stage has run and emitted all its
+ * sequences and every send has completed. */
+static ipu_status_t schedule(pipe_t *pp)
+{
+    double last_event = now_s();
+    long idle_us = 1;
+    for (;;) {
+        int events = 0, busy = 0;
+        ipu_transport_progress(pp->tr);
+        ipu_status_t st = poll_credits(pp, &events);
+        for (int i = 0; i < pp->n_ls && st == IPU_OK; i++) {
+            lstage_t *ls = &pp->ls[i];
+            if (ls->running) {
+                int done;
+                if ((st = ipu_device_poll(ls->dev, &done)) != IPU_OK)
+                    break;
+                if (done) {
+                    ls->running = 0;
+                    ls->has_result = 1;
+                    events = 1;
+                }
+            }
+            if (ls->has_result) {
+                int64_t before = ls->seq;
+                if ((st = try_emit(pp, ls)) != IPU_OK)
+                    break;
+                events |= !ls->has_result || before != ls->seq;
+            }
+            if (!ls->running && !ls->has_result && ls->next < ls->total) {
+                int64_t before = ls->next;
+                if ((st = try_start(pp, ls)) != IPU_OK)
+                    break;
+                events |= ls->next != before;
+            }
+            busy |= ls->running || ls->has_result || ls->next < ls->total;
+        }
+        if (st != IPU_OK)
+            return st;
+        /* outstanding data sends */
+        int sending = 0;
+        for (int l = 0; l < pp->n_links; l++) {
+            link_t *lk = &pp->links[l];
+            if (lk->src_rank != pp->rank || lk->dst_rank == pp->rank)
+                continue;
+            for (int c = 0; c < pp->C; c++) {
+                if (lk->sreq[c] == NULL)
+                    continue;
+                int done;
+                if ((st = ipu_transport_test(pp->tr, lk->sreq[c], &done)) != IPU_OK) {
+                    lk->sreq[c] = NULL;
+                    return st;
+                }
+                if (done) {
+                    lk->sreq[c] = NULL;
+                    events = 1;
+                } else {
+                    sending = 1;
+                }
+            }
+        }
+        if (!busy && !sending && pp->n_credit_sends == 0)
+            return IPU_OK;
+        double t = now_s();
+        int computing = 0;
+        for (int i = 0; i < pp->n_ls; i++)
+            computing |= pp->ls[i].running;
+        if (events || computing) {
+            last_event = t;
+            idle_us = 1;
+        } else if (t - last_event > pp->p->transport.timeout_s) {
+            /* name what we wait for */
+            for (int i = 0; i < pp->n_ls; i++) {
+                lstage_t *ls = &pp->ls[i];
+                for (int k = 0; k < ls->n_in; k++) {
+                    link_t *lk = &pp->links[ls->in_links[k]];
+                    if (lk->src_rank != pp->rank && ls->next < ls->total)
+                        return ipu_error(IPU_ERR_TIMED_OUT, "rank %d, stage %d: no data from rank %d "
+                                         "(host %s, stage %d) for %.0f s; it may have died or hung",
+                                         pp->rank, ls->s, lk->src_rank,
+                                         ipu_transport_host(pp->tr, lk->src_rank), lk->src,
+                                         pp->p->transport.timeout_s);
+                }
+                for (int k = 0; k < ls->n_out; k++) {
+                    link_t *lk = &pp->links[ls->out_links[k]];
+                    if (lk->dst_rank != pp->rank)
+                        return ipu_error(IPU_ERR_TIMED_OUT, "rank %d, stage %d: rank %d (host %s, "
+                                         "stage %d) took nothing for %.0f s; it may have died or hung",
+                                         pp->rank, ls->s, lk->dst_rank,
+                                         ipu_transport_host(pp->tr, lk->dst_rank), lk->dst,
+                                         pp->p->transport.timeout_s);
+                }
+            }
+            return ipu_error(IPU_ERR_TIMED_OUT, "rank %d: the pipeline made no progress for %.0f s",
+                             pp->rank, pp->p->transport.timeout_s);
+        }
+        if (!events) { /* back off so the IPU workers get the cores */
+            struct timespec ts = {0, idle_us * 1000};
+            nanosleep(&ts, NULL);
+            if (idle_us < 200)
+                idle_us *= 2;
+        }
+    }
+}
+
+static void pipe_free(pipe_t *pp)
+{
+    for (int l = 0; pp->links && l < pp->n_links; l++) {
+        link_t *lk = &pp->links[l];
+        for (int c = 0; c < MAX_CREDITS; c++) {
+            if (pp->tr) {
+                ipu_transport_cancel(pp->tr, lk->sreq[c]);
+                ipu_transport_cancel(pp->tr, lk->rreq[c]);
+            }
+            free(lk->sbuf[c]);
+            free(lk->rbuf[c]);
+        }
+        if (pp->tr)
+            ipu_transport_cancel(pp->tr, lk->creq);
+    }
+    for (int i = 0; pp->tr && i < pp->n_credit_sends; i++)
+        ipu_transport_cancel(pp->tr, pp->credit_sends[i]);
+    free(pp->credit_sends);
+    for (int i = 0; pp->ls && i < pp->n_ls; i++) {
+        lstage_t *ls = &pp->ls[i];
+        ipu_device_close(ls->dev);
+        ipu_stage_free(&ls->stage);
+        free(ls->in_links);
+        free(ls->out_links);
+        free(ls->graph_in);
+        free(ls->graph_out);
+        free(ls->emitted);
+    }
+    free(pp->ls);
+    free(pp->links);
+    free(pp->t_start);
+    free(pp->t_end);
+    ipu_transport_close(pp->tr);
+}
+
+/* Free constants that none of this rank's stages read. */
+static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const pipe_t *pp)
+{
+    unsigned char *keep = calloc((size_t)g->n_values + 1, 1);
+    if (keep == NULL)
+        return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int s = node_stage[i];
+        if (s < 0 || stage_rank(pp, s) != pp->rank)
+            continue;
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0)
+                keep[g->nodes[i].inputs[k]] = 1;
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        keep[g->outputs[k]] = 1;
+    for (int v = 0; v < g->n_values; v++) {
+        ipu_value_t *val = &g->values[v];
+        if (!keep[v] && val->data_kind == IPU_CONST_OWNED && val->producer < 0) {
+            free(val->data);
+            val->data = NULL;
+            val->data_kind = IPU_CONST_NONE;
+        }
+    }
+    free(keep);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static ipu_status_t all_ok(MPI_Comm comm, ipu_status_t st, int rank)
+{
+    /* agree on success before any work, so no rank waits on one that failed */
+    int bad = st != IPU_OK, any = 0, who = bad ? rank : 1 << 30, first = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (st != IPU_OK)
+        return st;
+    return any ? ipu_error(IPU_ERR_INVALID_ARG, "rank %d failed to set up (see its message)", first)
+               : IPU_OK;
+}
+
+ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_params_t *p,
+                              const ipu_partition_params_t *ppar, ipu_partition_t *plan_out,
+                              ipu_pipeline_report_t *rep)
+{
+    pipe_t pp = {.g = g, .p = p, .ins_mb = -1};
+    ipu_partition_t plan = {0};
+    ipu_status_t st = IPU_OK;
+    MPI_Comm_rank(comm, &pp.rank);
+    MPI_Comm_size(comm, &pp.world);
+    rep->setup_failed = 1; /* until the transfers start */
+    pp.R = p->replicas;
+    pp.K = p->ipus_per_rank;
+    pp.C = p->credits < 1 ? 1 : p->credits > MAX_CREDITS ? MAX_CREDITS : p->credits;
+    if (pp.R < 1 || pp.world % pp.R != 0)
+        return ipu_error(IPU_ERR_INVALID_ARG, "%d ranks do not divide into %d replicas; run with a "
+                         "multiple of %d ranks (-np)", pp.world, pp.R, pp.R);
+    pp.P = pp.world / pp.R;
+    pp.S = pp.P * pp.K;
+    pp.replica = pp.rank / pp.P;
+    if (p->micro_batches < pp.R)
+        return ipu_error(IPU_ERR_INVALID_ARG, "%d micro-batches for %d replicas: give at least one "
+                         "per replica (--batches)", p->micro_batches, pp.R);
+    pp.ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
+    if (pp.ins == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    /* shapes of micro-batch 0, then the plan (identical on every rank) */
+    st = p->make_inputs(p->arg, 0, pp.ins);
+    for (int k = 0; st == IPU_OK && k < g->n_inputs; k++)
+        ipu_value_set_shape(&g->values[g->inputs[k]], pp.ins[k].dtype, pp.ins[k].rank, pp.ins[k].dims);
+    if (st == IPU_OK)
+        st = ipu_graph_infer(g);
+    pp.ins_mb = 0;
+    ipu_partition_params_t part = *ppar;
+    part.stages = pp.S;
+    part.ipus_per_rank = pp.K;
+    part.ipu_memory = p->ipu_memory;
+    if (st == IPU_OK)
+        st = ipu_partition_make(g, &part, &plan);
+    if (st == IPU_OK && plan.n_stages != pp.S)
+        st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages but %d "
+                       "ranks x %d IPUs per rank / %d replicas give %d; run with -np %d (or change "
+                       "--ipus-per-rank / --replicas)", plan.n_stages, pp.world, pp.K, pp.R, pp.S,
+                       (plan.n_stages + pp.K - 1) / pp.K * pp.R);
+    pp.t_start = calloc((size_t)p->micro_batches + 1, sizeof(double));
+    pp.t_end = calloc((size_t)p->micro_batches + 1, sizeof(double));
+    if (st == IPU_OK && (!pp.t_start || !pp.t_end))
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    if (st == IPU_OK)
+        st = build_links(&pp, plan.node_stage);
+    if (st == IPU_OK) {
+        drop_foreign_constants(g, plan.node_stage, &pp);
+        st = build_local(&pp, plan.node_stage);
+    }
+    /* every rank reaches here: fail together before any transfer */
+    if ((st = all_ok(comm, st, pp.rank)) == IPU_OK)
+        st = ipu_transport_open(comm, &p->transport, &pp.tr);
+    if ((st = all_ok(comm, st, pp.rank)) != IPU_OK) {
+        rep->setup_failed = 1;
+        goto out;
+    }
+    for (int l = 0; l < pp.n_links && st == IPU_OK; l++) {
+        link_t *lk = &pp.links[l];
+        if (lk->dst_rank == pp.rank && lk->src_rank != pp.rank)
+            st = post_receives(&pp, lk, pp.ls[lk->dst % pp.K].total);
+        if (st == IPU_OK && lk->src_rank == pp.rank && lk->dst_rank != pp.rank)
+            st = post_credit_recv(&pp, lk);
+    }
+    MPI_Barrier(comm);
+    rep->setup_failed = 0;
+    pp.t0 = now_s();
+    if (st == IPU_OK)
+        st = schedule(&pp);
+    double t_done = now_s() - pp.t0;
+    if (st != IPU_OK)
+        goto out;
+    /* the report, gathered on rank 0 */
+    double wall = 0;
+    MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    int N = p->micro_batches;
+    double *starts = calloc((size_t)N + 1, sizeof(double)), *ends = calloc((size_t)N + 1, sizeof(double));
+    double *mine_s = calloc((size_t)N + 1, sizeof(double)), *mine_e = calloc((size_t)N + 1, sizeof(double));
+    double busy[2 * 64] = {0}, allbusy[2 * 64] = {0};
+    for (int i = 0; i < pp.n_ls; i++)
+        if (pp.replica == 0 && pp.ls[i].s < 64) {
+            busy[pp.ls[i].s] = ipu_device_busy_s(pp.ls[i].dev);
+            busy[64 + pp.ls[i].s] = (double)pp.ls[i].total;
+        }
+    for (int64_t q = 0; q < pp.ls[0].total; q++) {
+        int mb = mb_of(&pp, q);
+        if (mine_s && mine_e && mb < N) {
+            mine_s[mb] = pp.t_start[q];
+            mine_e[mb] = pp.t_end[q];
+        }
+    }
+    if (starts && ends && mine_s && mine_e) {
+        MPI_Reduce(mine_s, starts, N, MPI_DOUBLE, MPI_MAX, 0, comm);
+        MPI_Reduce(mine_e, ends, N, MPI_DOUBLE, MPI_MAX, 0, comm);
+    }
+    MPI_Reduce(busy, allbusy, 128, MPI_DOUBLE, MPI_SUM, 0, comm);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss = ru.ru_maxrss / 1024.0;
+    double *rsses = pp.rank == 0 ? calloc((size_t)pp.world, sizeof(double)) : NULL;
+    MPI_Gather(&rss, 1, MPI_DOUBLE, rsses, 1, MPI_DOUBLE, 0, comm);
+    if (pp.rank == 0 && starts && ends) {
+        ipu_pipeline_report_t r = {.world = pp.world, .replicas = pp.R, .ranks_per_replica = pp.P,
+                                   .stages = pp.S, .wall_s = wall};
+        int64_t batch = g->n_inputs > 0 && pp.ins[0].rank > 0 ? pp.ins[0].dims[0] : 1;
+        r.samples_per_s = wall > 0 ? (double)N * (double)batch / wall : 0;
+        for (int m = 0; m < N; m++)
+            ends[m] = (ends[m] - starts[m]) * 1e3;
+        qsort(ends, (size_t)N, sizeof(double), cmp_double);
+        r.latency_min_ms = ends[0];
+        r.latency_max_ms = ends[N - 1];
+        r.latency_med_ms = N % 2 ? ends[N / 2] : 0.5 * (ends[N / 2 - 1] + ends[N / 2]);
+        r.stage_busy = calloc((size_t)pp.S, sizeof(double));
+        r.stage_ms = calloc((size_t)pp.S, sizeof(double));
+        for (int s = 0; s < pp.S && s < 64 && r.stage_busy && r.stage_ms; s++) {
+            r.stage_busy[s] = wall > 0 ? allbusy[s] / wall : 0;
+            r.stage_ms[s] = allbusy[64 + s] > 0 ? allbusy[s] * 1e3 / allbusy[64 + s] : 0;
+        }
+        r.rank_rss_mib = rsses;
+        r.setup_failed = 0;
+        rsses = NULL;
+        for (int i = 0; i < pp.world && r.rank_rss_mib; i++)
+            if (r.rank_rss_mib[i] > r.peak_rss_mib_max)
+                r.peak_rss_mib_max = r.rank_rss_mib[i];
+        *rep = r;
+    }
+    free(rsses);
+    free(starts); free(ends); free(mine_s); free(mine_e);
+out:
+    pipe_free(&pp);
+    free(pp.ins);
+    if (st == IPU_OK && plan_out)
+        *plan_out = plan;
+    else
+        ipu_partition_free(&plan);
+    return st;
+}
+
+void ipu_pipeline_report_free(ipu_pipeline_report_t *r)
+{
+    if (r == NULL)
+        return;
+    free(r->stage_busy);
+    free(r->stage_ms);
+    free(r->rank_rss_mib);
+    memset(r, 0, sizeof(*r));
+}
