@@ -205,9 +205,20 @@ ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, cons
     return IPU_ERR_MISMATCH;
 }
 
+/* mkdir -p */
 static ipu_status_t make_dir(const char *dir)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return ipu_error(IPU_ERR_IO, "--output-dir %s: %s: %s", dir, path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
     return IPU_OK;
 }

@@ -4,6 +4,7 @@
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
+#include "graph/load.h"
 
 #include <getopt.h>
 #include <mpi.h>
@@ -208,8 +209,14 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         case O_LISTOPS:
             for (int i = 0; ipu_op_registry_entry(i); i++) {
                 const ipu_op_t *op = ipu_op_registry_entry(i);
-                printf("%s%s%s %d-%d\n", op->domain, op->domain[0] ? "." : "", op->op_type,
-                       op->since_version, op->until_version);
+                /* the opsets a model can have here: the loader takes 7..17 */
+                int lo = op->since_version < IPU_OPSET_MIN ? IPU_OPSET_MIN : op->since_version;
+                int hi = op->until_version > IPU_OPSET_MAX ? IPU_OPSET_MAX : op->until_version;
+                if (op->domain[0] == '\0' && lo > hi)
+                    continue;
+                if (op->domain[0] != '\0')
+                    lo = op->since_version, hi = op->until_version;
+                printf("%s%s%s %d-%d\n", op->domain, op->domain[0] ? "." : "", op->op_type, lo, hi);
             }
             return 0;
         case 'h': usage(stdout); return 0;

@@ -285,13 +285,13 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
             ipu_error(st, "%s", "");
         goto out;
     }
+    /* a failure during the run: no collective (a peer may be gone); main
+     * aborts the job */
+    if (st != IPU_OK)
+        goto out;
     /* every rank finished its stages: agree on --check */
-    long cnt[2] = {st == IPU_OK ? d.checked : 0, st == IPU_OK ? d.mismatches : 0}, all[2];
+    long cnt[2] = {d.checked, d.mismatches}, all[2];
     double mx = d.max_abs, allmx;
-    int bad = st != IPU_OK, anybad;
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (bad)
-        goto out; /* rank-local failure: main aborts the job */
     MPI_Allreduce(cnt, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&mx, &allmx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     o->failed_together = 1;

@@ -80,7 +80,10 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
         }
         /* an aliasing op (Reshape...) shares its input's buffer when sizes agree */
         int in0 = nd->n_inputs > 0 ? nd->inputs[0] : -1, out0 = nd->n_outputs > 0 ? nd->outputs[0] : -1;
-        if ((nd->op->flags & IPU_OP_ALIAS_INPUT0) && IS_ACT(in0) && IS_ACT(out0) &&
+        int other_outputs = 0; /* e.g. Dropout's mask: run() must write it */
+        for (int k = 1; k < nd->n_outputs; k++)
+            other_outputs |= nd->outputs[k] >= 0;
+        if ((nd->op->flags & IPU_OP_ALIAS_INPUT0) && !other_outputs && IS_ACT(in0) && IS_ACT(out0) &&
             value_bytes(&g->values[in0]) == value_bytes(&g->values[out0])) {
             parent[find_root(parent, out0)] = find_root(parent, in0);
             p.alias[nodes[s]] = 1;

@@ -3,7 +3,6 @@
 #include "exec/ops/registry.h"
 #include "graph/load.h"
 
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +37,6 @@ ipu_status_t ipu_session_open(const char *path, const ipu_session_opts_t *opts, 
         ipu_session_close(s);
         return st;
     }
-    openblas_set_num_threads(opts->threads);
     *out = s;
     return IPU_OK;
 }

@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPSET_MIN 7
-#define OPSET_MAX 17
 
 typedef struct load_ctx {
     const char *path;
@@ -161,12 +159,12 @@ static ipu_status_t load_opsets(load_ctx_t *c, const Onnx__ModelProto *m)
             return ipu_error(IPU_ERR_INVALID_MODEL, "%s: the model imports the default ONNX "
                              "domain twice, as opset %lld and %lld", c->path,
                              (long long)g->opset, (long long)v);
-        if (v < OPSET_MIN || v > OPSET_MAX)
+        if (v < IPU_OPSET_MIN || v > IPU_OPSET_MAX)
             return ipu_error(IPU_ERR_UNSUPPORTED, "%s: ONNX opset %lld is not supported "
                              "(supported: opsets %d to %d of the default domain); re-export "
                              "the model with an opset in that range, e.g. "
                              "torch.onnx.export(..., opset_version=13)",
-                             c->path, (long long)v, OPSET_MIN, OPSET_MAX);
+                             c->path, (long long)v, IPU_OPSET_MIN, IPU_OPSET_MAX);
         g->opset = v;
         have_default = 1;
     }

@@ -7,6 +7,10 @@
 
 #include "graph/ir.h"
 
+/* Opsets of the default ONNX domain that models may import. */
+#define IPU_OPSET_MIN 7
+#define IPU_OPSET_MAX 17
+
 /* Load the model at path into a new graph (*out, free with ipu_graph_free()).
  * Reads opset imports (default domain opsets 7..17 accepted), graph inputs
  * that are not initializers (with their declared dtype/shape; symbolic dims

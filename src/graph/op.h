@@ -19,8 +19,9 @@ typedef struct ipu_kernel_ctx {
 
 enum {
     /* Output 0 is input 0's bytes unchanged (Reshape, Flatten, Squeeze,
-     * Unsqueeze, Identity, Dropout): the planner may alias the buffers and
-     * skip run(); run() must still work (it copies) for non-aliased use. */
+     * Unsqueeze, Identity, Dropout): when the node has no other output, the
+     * planner may alias the buffers and skip run(); run() must still work
+     * (it copies) for non-aliased use. */
     IPU_OP_ALIAS_INPUT0 = 1u << 0,
 };
 

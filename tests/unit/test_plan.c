@@ -113,6 +113,25 @@ static void test_alias_shares_and_extends(void **state)
     ipu_graph_free(g);
 }
 
+/* A view op with a second output (Dropout's mask) must run: no alias. */
+static void test_alias_needs_single_output(void **state)
+{
+    (void)state;
+    ipu_graph_t *g = ipu_graph_new("mask");
+    ipu_graph_add_node(g, "FakeSum", "a", 1, (const char *[]){"x"}, 1, (const char *[]){"a"});
+    ipu_graph_add_node(g, "FakeView", "v", 1, (const char *[]){"a"}, 2, (const char *[]){"v", "mask"});
+    ipu_graph_add_input(g, "x");
+    ipu_graph_add_output(g, "v");
+    ipu_graph_add_output(g, "mask");
+    prepared(g, 16);
+    ipu_buffer_plan_t p;
+    assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 2, &p), IPU_OK);
+    assert_false(p.alias[1]);
+    assert_int_not_equal(p.offset[ipu_graph_find_value(g, "v")], p.offset[ipu_graph_find_value(g, "a")]);
+    ipu_plan_free(&p);
+    ipu_graph_free(g);
+}
+
 /* Random DAGs: each node sums 1-3 earlier values; sizes vary. Brute force:
  * values whose lifetimes overlap never overlap in memory, and the arena is
  * never larger than all buffers laid end to end. */
@@ -171,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_reuses_two_buffers),
         cmocka_unit_test(test_alias_shares_and_extends),
+        cmocka_unit_test(test_alias_needs_single_output),
         cmocka_unit_test(test_random_dags_no_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,7 +36,7 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
         return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
     if (x->dtype != IPU_DTYPE_FLOAT || wv->dtype != IPU_DTYPE_FLOAT ||
         (b && b->dtype != IPU_DTYPE_FLOAT))
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "dtype %s (float only)",
+        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
                               ipu_dtype_name(x->dtype != IPU_DTYPE_FLOAT ? x->dtype : wv->dtype));
     if (x->rank < 3 || x->rank > 5)
         return IPU_NODE_ERROR(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,

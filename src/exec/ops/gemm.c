@@ -64,7 +64,7 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
 static ipu_status_t check_float(const ipu_node_t *n, const ipu_value_t *v, const char *what)
 {
     if (v->dtype != IPU_DTYPE_FLOAT)
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "%s has dtype %s (float only)", what,
+        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "%s has dtype %s, not supported (float only)", what,
                               ipu_dtype_name(v->dtype));
     return IPU_OK;
 }

@@ -200,8 +200,8 @@ static ipu_status_t red_infer(ipu_graph_t *g, ipu_node_t *n)
         if (from_input) {
             const ipu_value_t *a = ipu_node_input(g, n, 1);
             if (a && a->data == NULL)
-                return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "axes input '%s' must be a "
-                                    "constant", a->name);
+                return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "axes input '%s' is computed at run "
+                                    "time (data-dependent shapes are not supported)", a->name);
             if (a && a->dtype != IPU_DTYPE_INT64)
                 return ipu_ew_error(IPU_ERR_SHAPE, n, "axes must be int64");
             if (a) {

@@ -47,13 +47,11 @@ typedef struct un_op {
 #define UN_F(NAME, EXPR) UN_FN(NAME, float, float, EXPR)
 #define UN_I(NAME, EXPR) UN_FN(NAME##_i64, int64_t, int64_t, EXPR) UN_FN(NAME##_i32, int32_t, int32_t, EXPR)
 
-static inline __attribute__((always_inline)) float sigmoidf(float x) { return 1.0f / (1.0f + ipu_ew_expf(-x)); }
-
 UN_F(relu_f32, x < 0.0f ? 0.0f : x)
 UN_I(relu, x < 0 ? 0 : x)
-UN_F(sigmoid_f32, sigmoidf(x))
-UN_F(tanh_f32, tanhf(x))
-UN_F(erf_f32, erff(x))
+UN_F(sigmoid_f32, ipu_ew_sigmoidf(x))
+UN_F(tanh_f32, ipu_ew_tanhf(x))
+UN_F(erf_f32, ipu_ew_erff(x))
 UN_F(sqrt_f32, sqrtf(x))
 UN_F(exp_f32, ipu_ew_expf(x))
 UN_F(log_f32, logf(x))

@@ -1,0 +1,77 @@
+#!/bin/sh
+# A rank that dies mid-stream: every other rank must exit non-zero within 30
+# s with a message naming the lost rank, never hang.
+#  1. plain mpirun: the launcher tears the job down; the lost rank is named.
+#  2. mpirun --enable-recovery (the launcher leaves the survivors running):
+#     the survivors detect the loss themselves (UCX peer failure or their
+#     progress deadline) and say "lost rank 1" / name rank 1.
+set -u
+. "$(dirname "$0")/common.sh"
+"$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
+need_models 13 gpt2_tiny
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+M=$CACHE/op13/gpt2_tiny/model.onnx
+tag=ipu-fault-$$
+
+# kill_rank R: SIGKILL the ipu-exec process of rank R started with our tag
+kill_rank() {
+    for p in $(pgrep -f "ipu-exec $M"); do
+        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "IPU_TEST_TAG=$tag" &&
+           tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+            kill -9 "$p"; return 0
+        fi
+    done
+    return 1
+}
+
+# wait until the pipeline streams (outputs of micro-batch 3 are written)
+wait_running() {
+    i=0
+    while [ $i -lt 600 ]; do
+        [ -f "$1" ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+for mode in plain recovery; do
+    extra=""
+    [ $mode = recovery ] && extra="--enable-recovery"
+    rm -rf "$W/codes"; mkdir -p "$W/codes"
+    # each rank records its own exit status
+    cat > "$W/rank.sh" <<EOS
+#!/bin/sh
+"$EXE" "\$@"
+echo \$? > "$W/codes/\$OMPI_COMM_WORLD_RANK"
+EOS
+    chmod +x "$W/rank.sh"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout -k 5 120 "$MPIRUN" $extra -x IPU_TEST_TAG=$tag -np 3 "$W/rank.sh" "$M" --batches 1000000 \
+        --output-dir "$W/o" --timeout 20 >"$W/log" 2>&1 &
+    job=$!
+    if ! wait_running "$W/o/test_data_set_3/output_0.pb"; then
+        fail "$mode: the job did not start"; kill $job; continue
+    fi
+    kill_rank 1 || { fail "$mode: no rank 1 to kill"; kill $job; continue; }
+    killed=$(date +%s)
+    wait $job; rc=$?
+    took=$(( $(date +%s) - killed ))
+    [ $took -le 30 ] && ok "$mode: the job ended ${took}s after rank 1 died" || fail "$mode: took ${took}s"
+    grep -q "rank 1" "$W/log" && ok "$mode: the lost rank is named" || { fail "$mode: rank 1 not named"; tail -5 "$W/log"; }
+    if [ $mode = plain ]; then
+        [ $rc -ne 0 ] && ok "plain: mpirun exits $rc" || fail "plain: mpirun exit 0"
+    else
+        for r in 0 2; do
+            code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
+            [ "$code" != 0 ] && ok "recovery: rank $r exits non-zero ($code)" || fail "recovery: rank $r exit 0"
+        done
+        [ "$(grep -c 'lost rank 1\|from rank 1\|rank 1 (host' "$W/log")" -ge 1 ] && ok "recovery: a survivor says it lost rank 1" \
+            || { fail "recovery: no survivor message"; tail -5 "$W/log"; }
+    fi
+    pkill -9 -f "IPU_TEST_TAG=$tag" 2>/dev/null
+    rm -rf "$W/o"
+done
+echo "faults: $fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,45 @@
+#!/bin/sh
+# The pipeline under mpirun: a CNN and both transformers, run on 1, 2, 3, 4,
+# 5 and 8 ranks (oversubscribed), with 1 and 2 replicas and 1 and 2 IPUs per
+# rank, must give outputs byte-identical to the single-rank run of the same
+# micro-batches (same kernels, same order); and --check against PyTorch's
+# reference passes through the pipeline.
+set -u
+. "$(dirname "$0")/common.sh"
+"$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
+need_models 13 resnet18 gpt2_tiny
+need_models 17 bert_tiny
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+N=6
+# ranks and options: the world is replicas x ranks per replica
+CONFIGS="1:--ipus-per-rank=2 2: 3: 4: 5: 8: 2:--replicas=2 4:--replicas=2 2:--ipus-per-rank=2 4:--replicas=2,--ipus-per-rank=2 8:--replicas=2 3:--transport=mpi"
+for m in op13/resnet18 op13/gpt2_tiny op17/bert_tiny; do
+    model=$CACHE/$m/model.onnx
+    "$EXE" "$model" --batches $N --output-dir "$W/ref" >/dev/null 2>"$W/err" || { fail "$m single-rank run"; cat "$W/err"; continue; }
+    for cfg in $CONFIGS; do
+        np=${cfg%%:*} opts=$(echo "${cfg#*:}" | tr ',' ' ')
+        rm -rf "$W/out"
+        # shellcheck disable=SC2086
+        run_mpi "$np" "$model" --batches $N --output-dir "$W/out" $opts
+        if [ $? -ne 0 ]; then
+            fail "$m -np $np $opts: exit status"; echo "$OUT" | tail -5
+        elif ! diff -r "$W/ref" "$W/out" >/dev/null; then
+            fail "$m -np $np $opts: outputs differ from the single-rank run"
+        else
+            ok "$m -np $np $opts: identical to one rank"
+        fi
+    done
+    rm -rf "$W/ref"
+    run_mpi 4 "$model" --inputs "$CACHE/$m/test_data_set_0" --check --batches 4 --replicas 2
+    if [ $? -eq 0 ] && echo "$OUT" | grep -q "check: .* ok"; then ok "$m --check through the pipeline"
+    else fail "$m --check through the pipeline"; echo "$OUT" | tail -5; fi
+done
+# the report names throughput, latency, stage busy fractions, peak RSS
+run_mpi 2 "$CACHE/op13/gpt2_tiny/model.onnx" --batches 4
+for pat in "auto partition: 2 stages" "throughput: .* samples/s" "latency ms per micro-batch" \
+           "stage 1: busy" "peak RSS per rank MiB"; do
+    echo "$OUT" | grep -q "$pat" && ok "report: $pat" || fail "report lacks '$pat'"
+done
+echo "pipeline: $fails failure(s)"
+[ "$fails" -eq 0 ]
