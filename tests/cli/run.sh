@@ -48,6 +48,10 @@ expect 2 "check without inputs" "--check needs --inputs" -- "$EXE" "$M/model.onn
 expect 2 "bad option value" "--threads" -- "$EXE" "$M/model.onnx" --threads 0
 expect 0 "help" "Usage: ipu-exec" -- "$EXE" --help
 expect 0 "list-ops" "^Conv " -- "$EXE" --list-ops
+# docs/ops.md is generated from --list-ops: they must agree
+"$EXE" --list-ops | LC_ALL=C sort | awk '{print "| " $1 " | " $2 " |"}' > "$W/ops"
+if grep '^| [A-Z]' "$top_srcdir/docs/ops.md" | diff - "$W/ops" >/dev/null; then echo "ok: docs/ops.md is current"
+else echo "FAIL: docs/ops.md differs from --list-ops (run scripts/gen-ops-doc.sh)"; fails=$((fails + 1)); fi
 if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     expect 0 "mpirun -np 1" "output 0 'y' float\[3,4\]: ok" -- timeout 60 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check

@@ -68,27 +68,17 @@ static size_t sm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 IPU_EW_HOT static void sm_row(float *restrict y, const float *restrict x, int64_t len, int log)
 {
     const float m = ipu_ew_max_f32(x, len);
-    /* exp and sum in one pass, 8 partial sums (as ipu_ew_sum_f32) */
-    float p[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= len; i += 8)
-        for (int k = 0; k < 8; k++) {
-            y[i + k] = ipu_ew_expf_nonpos(x[i + k] - m);
-            p[k] += y[i + k];
-        }
-    float s = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
-    for (; i < len; i++) {
+    for (int64_t i = 0; i < len; i++)
         y[i] = ipu_ew_expf_nonpos(x[i] - m);
-        s += y[i];
-    }
+    float s = ipu_ew_sum_f32(y, len);
     if (log) {
         const float c = m + logf(s);
-        for (i = 0; i < len; i++)
+        for (int64_t i = 0; i < len; i++)
             y[i] = x[i] - c;
         return;
     }
     const float r = 1.0f / s;
-    for (i = 0; i < len; i++)
+    for (int64_t i = 0; i < len; i++)
         y[i] *= r;
 }
 
