@@ -1,6 +1,7 @@
 #include "exec/pipeline.h"
 
 #include "common/log.h"
+#include "exec/measure.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ void ipu_pipeline_params_init(ipu_pipeline_params_t *p)
     p->ipus_per_rank = 1;
     p->micro_batches = 1;
     p->credits = 2;
+    p->measure = 1;
     p->threads = 1;
     p->ipu_memory = IPU_DEFAULT_MEMORY;
     ipu_transport_params_init(&p->transport);
@@ -498,9 +500,10 @@ static ipu_status_t schedule(pipe_t *pp)
         int computing = 0;
         for (int i = 0; i < pp->n_ls; i++)
             computing |= pp->ls[i].running;
-        if (events || computing) {
-            last_event = t;
+        if (events)
             idle_us = 1;
+        if (events || computing) {
+            last_event = t; /* a running stage is progress */
         } else if (t - last_event > pp->p->transport.timeout_s) {
             /* name what we wait for */
             for (int i = 0; i < pp->n_ls; i++) {
@@ -530,7 +533,7 @@ static ipu_status_t schedule(pipe_t *pp)
         if (!events) { /* back off so the IPU workers get the cores */
             struct timespec ts = {0, idle_us * 1000};
             nanosleep(&ts, NULL);
-            if (idle_us < 200)
+            if (idle_us < 256)
                 idle_us *= 2;
         }
     }
@@ -652,8 +655,23 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     part.stages = pp.S;
     part.ipus_per_rank = pp.K;
     part.ipu_memory = p->ipu_memory;
+    /* measured costs of the GEMM-like nodes, from rank 0 so that every
+     * rank computes the same plan */
+    double *node_ms = NULL;
+    if (st == IPU_OK && p->measure && !part.node_ms && pp.S > 1) {
+        if ((node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (st == IPU_OK && pp.rank == 0)
+            st = ipu_measure_nodes(g, node_ms);
+    }
+    if (p->measure && !ppar->node_ms && pp.S > 1) { /* every rank reaches this */
+        if ((st = all_ok(comm, st, pp.rank)) == IPU_OK)
+            MPI_Bcast(node_ms, g->n_nodes, MPI_DOUBLE, 0, comm);
+        part.node_ms = node_ms;
+    }
     if (st == IPU_OK)
         st = ipu_partition_make(g, &part, &plan);
+    free(node_ms);
     if (st == IPU_OK && plan.n_stages != pp.S)
         st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages but %d "
                        "ranks x %d IPUs per rank / %d replicas give %d; run with -np %d (or change "

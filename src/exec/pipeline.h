@@ -27,6 +27,8 @@ typedef struct ipu_pipeline_params {
     int ipus_per_rank;        /* K >= 1 */
     int micro_batches;        /* N >= 1, over all replicas */
     int credits;              /* micro-batches in flight per link (default 2) */
+    int measure;              /* 1 (default): time the GEMM-like nodes once on
+                                 rank 0 and partition with those times */
     int threads;              /* kernel threads per IPU */
     size_t ipu_memory;        /* bytes per IPU */
     ipu_transport_params_t transport;

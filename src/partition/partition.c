@@ -37,7 +37,7 @@ static void items_free(items_t *it)
     free(it->cost);
 }
 
-static ipu_status_t items_make(const ipu_graph_t *g, const ipu_cost_params_t *cp, items_t *it)
+static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_t *pp, items_t *it)
 {
     memset(it, 0, sizeof(*it));
     it->item_node = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
@@ -68,7 +68,11 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_cost_params_t *cp
                 it->val_last[v] = i;
         }
     }
-    return ipu_cost_nodes(g, cp, it->cost);
+    ipu_status_t st = ipu_cost_nodes(g, &pp->cost, it->cost);
+    for (int i = 0; st == IPU_OK && pp->node_ms && i < g->n_nodes; i++)
+        if (pp->node_ms[i] >= 0)
+            it->cost[i].est_ms = pp->node_ms[i];
+    return st;
 }
 
 /* Fill the per-stage figures for a node -> stage assignment. */
@@ -319,7 +323,7 @@ ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params
 {
     ipu_partition_t pt = {0};
     items_t it;
-    ipu_status_t st = items_make(g, &p->cost, &it);
+    ipu_status_t st = items_make(g, p, &it);
     int annotated = 0;
     if (st == IPU_OK && (pt.node_stage = malloc(((size_t)g->n_nodes + 1) * sizeof(int))) == NULL)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");

@@ -21,6 +21,8 @@ typedef struct ipu_partition_params {
     int ipus_per_rank;      /* K >= 1 */
     size_t ipu_memory;      /* bytes per IPU */
     ipu_cost_params_t cost;
+    const double *node_ms;  /* optional, per node index: measured ms that
+                               replaces the estimate where >= 0 */
 } ipu_partition_params_t;
 
 void ipu_partition_params_init(ipu_partition_params_t *p);
