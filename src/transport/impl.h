@@ -29,7 +29,8 @@ typedef struct ipu_transport_ops {
 } ipu_transport_ops_t;
 
 struct ipu_transport {
-    MPI_Comm comm;
+    MPI_Comm comm;            /* MPI_COMM_NULL when opened from a bootstrap */
+    ipu_bootstrap_t boot;
     int rank, size;
     ipu_transport_params_t params;
     const ipu_transport_ops_t *ops;

@@ -14,6 +14,38 @@ void ipu_transport_params_init(ipu_transport_params_t *p)
     p->timeout_s = 30;
 }
 
+static int mpi_allgather(const void *send, void *recv, size_t len, void *arg)
+{
+    return MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, *(MPI_Comm *)arg) ==
+                   MPI_SUCCESS ? 0 : -1;
+}
+
+static ipu_status_t open_common(ipu_transport_t *t, ipu_transport_t **out)
+{
+    t->rank = t->boot.rank;
+    t->size = t->boot.size;
+    t->hosts = calloc((size_t)t->size, sizeof(*t->hosts));
+    t->failed = calloc((size_t)t->size, sizeof(int));
+    t->fail_reason = calloc((size_t)t->size, sizeof(ucs_status_t));
+    if (!t->hosts || !t->failed || !t->fail_reason) {
+        ipu_transport_close(t);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening the transport");
+    }
+    char host[64] = {0};
+    gethostname(host, sizeof(host) - 1);
+    if (t->boot.allgather(host, t->hosts, 64, t->boot.arg) != 0) {
+        ipu_transport_close(t);
+        return ipu_error(IPU_ERR_TRANSPORT, "the bootstrap allgather failed");
+    }
+    ipu_status_t st = t->ops->open(t);
+    if (st != IPU_OK) {
+        ipu_transport_close(t);
+        return st;
+    }
+    *out = t;
+    return IPU_OK;
+}
+
 ipu_status_t ipu_transport_open(MPI_Comm comm, const ipu_transport_params_t *p, ipu_transport_t **out)
 {
     ipu_transport_t *t = calloc(1, sizeof(*t));
@@ -24,25 +56,28 @@ ipu_status_t ipu_transport_open(MPI_Comm comm, const ipu_transport_params_t *p, 
         t->params.timeout_s = 30;
     t->ops = p->kind == IPU_TRANSPORT_MPI ? &ipu_transport_mpi_ops : &ipu_transport_ucx_ops;
     MPI_Comm_dup(comm, &t->comm);
-    MPI_Comm_rank(t->comm, &t->rank);
-    MPI_Comm_size(t->comm, &t->size);
-    t->hosts = calloc((size_t)t->size, sizeof(*t->hosts));
-    t->failed = calloc((size_t)t->size, sizeof(int));
-    t->fail_reason = calloc((size_t)t->size, sizeof(ucs_status_t));
-    if (!t->hosts || !t->failed || !t->fail_reason) {
-        ipu_transport_close(t);
+    MPI_Comm_rank(t->comm, &t->boot.rank);
+    MPI_Comm_size(t->comm, &t->boot.size);
+    t->boot.allgather = mpi_allgather;
+    t->boot.arg = &t->comm;
+    return open_common(t, out);
+}
+
+ipu_status_t ipu_transport_open_oob(const ipu_bootstrap_t *b, const ipu_transport_params_t *p,
+                                    ipu_transport_t **out)
+{
+    if (p->kind != IPU_TRANSPORT_UCX)
+        return ipu_error(IPU_ERR_INVALID_ARG, "the MPI transport needs an MPI communicator");
+    ipu_transport_t *t = calloc(1, sizeof(*t));
+    if (t == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening the transport");
-    }
-    char host[64] = {0};
-    gethostname(host, sizeof(host) - 1);
-    MPI_Allgather(host, 64, MPI_CHAR, t->hosts, 64, MPI_CHAR, t->comm);
-    ipu_status_t st = t->ops->open(t);
-    if (st != IPU_OK) {
-        ipu_transport_close(t);
-        return st;
-    }
-    *out = t;
-    return IPU_OK;
+    t->params = *p;
+    if (t->params.timeout_s <= 0)
+        t->params.timeout_s = 30;
+    t->ops = &ipu_transport_ucx_ops;
+    t->comm = MPI_COMM_NULL;
+    t->boot = *b;
+    return open_common(t, out);
 }
 
 void ipu_transport_close(ipu_transport_t *t)
@@ -53,6 +88,7 @@ void ipu_transport_close(ipu_transport_t *t)
         t->ops->close(t);
     if (t->comm != MPI_COMM_NULL && t->comm != 0)
         MPI_Comm_free(&t->comm);
+    t->comm = MPI_COMM_NULL;
     free(t->hosts);
     free(t->failed);
     free(t->fail_reason);

@@ -35,6 +35,21 @@ void ipu_transport_params_init(ipu_transport_params_t *p);
 typedef struct ipu_transport ipu_transport_t;
 typedef struct ipu_treq ipu_treq_t;
 
+/* A bootstrap: this process's rank and the job size, and an allgather of
+ * len bytes from every rank into recv (size * len, rank order); 0 = ok.
+ * ipu_transport_open() uses MPI_Allgather on a duplicate of its comm. */
+typedef struct ipu_bootstrap {
+    int rank, size;
+    int (*allgather)(const void *send, void *recv, size_t len, void *arg);
+    void *arg;
+} ipu_bootstrap_t;
+
+/* Open from a bootstrap, without MPI (the MPI back end is not available:
+ * p->kind must be IPU_TRANSPORT_UCX). Collective over the bootstrap's job.
+ * Errors as ipu_transport_open(). */
+ipu_status_t ipu_transport_open_oob(const ipu_bootstrap_t *b, const ipu_transport_params_t *p,
+                                    ipu_transport_t **out);
+
 /* Open over comm (duplicated; the caller keeps comm). Collective over comm.
  * Errors: IPU_ERR_TRANSPORT (UCX init or endpoint creation failed; message
  * gives UCX's reason and suggests --transport mpi or UCX_TLS). */

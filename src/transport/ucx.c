@@ -54,18 +54,30 @@ static ipu_status_t ucx_open(ipu_transport_t *t)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
         goto out;
     }
-    MPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, t->comm);
-    int total = 0;
-    for (int i = 0; i < t->size; i++) {
-        displs[i] = total;
-        total += lens[i];
+    if (t->boot.allgather(&mylen, lens, sizeof(int), t->boot.arg) != 0) {
+        st = ipu_error(IPU_ERR_TRANSPORT, "the bootstrap allgather failed");
+        goto out;
     }
-    all = malloc((size_t)total);
-    if (all == NULL) {
+    /* addresses padded to the longest, gathered in one allgather */
+    int maxlen = 0;
+    for (int i = 0; i < t->size; i++)
+        maxlen = lens[i] > maxlen ? lens[i] : maxlen;
+    all = calloc((size_t)t->size, (size_t)maxlen);
+    char *mine = calloc(1, (size_t)maxlen);
+    if (all == NULL || mine == NULL) {
+        free(mine);
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
         goto out;
     }
-    MPI_Allgatherv(addr, mylen, MPI_BYTE, all, lens, displs, MPI_BYTE, t->comm);
+    memcpy(mine, addr, alen);
+    int rc = t->boot.allgather(mine, all, (size_t)maxlen, t->boot.arg);
+    free(mine);
+    if (rc != 0) {
+        st = ipu_error(IPU_ERR_TRANSPORT, "the bootstrap allgather failed");
+        goto out;
+    }
+    for (int i = 0; i < t->size; i++)
+        displs[i] = i * maxlen;
     for (int i = 0; i < t->size; i++) {
         t->refs[i].t = t;
         t->refs[i].peer = i;

@@ -1,0 +1,54 @@
+/* libgcl's shared-memory path among the members of a communicator that live
+ * on one host: a POSIX shared-memory segment with one staging slot per
+ * member and flags, through which collectives run without the network stack
+ * (the small-message path is a flag write and a read per member; large
+ * messages stream in cache-sized segments, so staging stays in the shared
+ * L3 while each member reduces its share).
+ *
+ * Operations are non-blocking state machines: *_start() returns an op,
+ * gcl_shm_progress() advances it. Ops on one gcl_shm_t complete in the order
+ * they were started (all members start them in the same order, as
+ * collectives require); starting one while another runs queues it. No call
+ * blocks; the caller bounds waiting with its timeout. */
+#ifndef GCL_SHM_H
+#define GCL_SHM_H
+
+#include "gcl/gcl.h"
+
+typedef struct gcl_shm gcl_shm_t;
+typedef struct gcl_shm_op gcl_shm_op_t;
+
+/* Allgather of len bytes among the host-local members (rank order); 0 ok. */
+typedef int (*gcl_shm_allgather_fn)(const void *send, void *recv, size_t len, void *arg);
+
+/* Create (local rank 0) or attach (the others) the segment of local_size
+ * members with staging slots of slot_bytes each; the segment's name is
+ * shared with allgather. Collective over the local members. The name is
+ * unlinked once all have attached, so nothing is left in /dev/shm.
+ * Errors: GCL_ERR_NO_MEMORY (shm_open/ftruncate/mmap failed: the message
+ * says which and how much), GCL_ERR_TRANSPORT (allgather failed). */
+gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
+                          gcl_shm_allgather_fn allgather, void *arg, gcl_shm_t **out);
+void gcl_shm_close(gcl_shm_t *shm);
+
+/* Collectives among the local members (argument rules as in gcl.h, ranks
+ * are local ranks; send may be GCL_IN_PLACE where gcl.h allows it). */
+gcl_status_t gcl_shm_allreduce_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                     gcl_dtype_t dtype, gcl_op_t op, gcl_shm_op_t **out);
+gcl_status_t gcl_shm_reduce_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                  gcl_dtype_t dtype, gcl_op_t op, int root, gcl_shm_op_t **out);
+gcl_status_t gcl_shm_reduce_scatter_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                          gcl_dtype_t dtype, gcl_op_t op, gcl_shm_op_t **out);
+gcl_status_t gcl_shm_allgather_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                     gcl_dtype_t dtype, gcl_shm_op_t **out);
+gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *shm, void *buf, size_t count, gcl_dtype_t dtype,
+                                     int root, gcl_shm_op_t **out);
+gcl_status_t gcl_shm_barrier_start(gcl_shm_t *shm, gcl_shm_op_t **out);
+
+/* Advance op: GCL_OK when it completed (op freed), GCL_IN_PROGRESS, or an
+ * error (op freed). */
+gcl_status_t gcl_shm_progress(gcl_shm_op_t *op);
+/* Abandon an op (after a timeout); the segment is unusable afterwards. */
+void gcl_shm_cancel(gcl_shm_op_t *op);
+
+#endif
