@@ -19,6 +19,7 @@ typedef struct cli_opts {
     double rtol, atol;
     ipu_session_opts_t sopts;
     int failed_together;   /* set when every rank saw the same error */
+    int bind;              /* bind IPU workers to cores (default 1) */
 } cli_opts_t;
 
 /* One model on one IPU of this process (bare or mpirun -np 1). */
@@ -34,6 +35,8 @@ int cli_parse_size(const char *s, size_t *out);
 /* Print "ipu-exec: <fmt with arg>; see ipu-exec --help" and return 2. */
 int cli_usage_error(const char *fmt, const char *arg);
 
+/* ipu-exec info [--ipus-per-rank K]: placement and binding of every rank. */
+int cli_info_main(int argc, char **argv, int ipus_per_rank);
 /* ipu-exec plan ... (argv[0] is "plan"); returns the exit code. */
 int cli_plan_main(int argc, char **argv);
 /* Set input shapes from --inputs DIR or the declared shapes, and infer. */

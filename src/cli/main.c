@@ -19,6 +19,7 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: " PROG " MODEL.onnx [OPTIONS]\n"
 "       " PROG " plan MODEL.onnx [--stages S] [--write FILE]   (see plan --help)\n"
+"       " PROG " info [--ipus-per-rank K]   (under mpirun: where each rank and IPU runs)\n"
 "Run an ONNX model on simulated IPUs (CPU backend, an IPU Model) and report\n"
 "latency and throughput.\n"
 "\n"
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 "                      replica x K, stage s on rank s / K, IPU s %% K\n"
 "  --credits C         micro-batches in flight per boundary link (default 2)\n"
 "  --transport T       ucx (default) or mpi, between ranks\n"
+"  --bind cores|none   bind each IPU worker to its own core of the rank's NUMA\n"
+"                      domain, dealt over the host's ranks (default cores)\n"
 "  --timeout S         seconds without progress before a rank gives up and\n"
 "                      names the peer it waits for (default 30)\n"
 "  The model is partitioned as `ipu-exec plan` shows; models annotated with\n"
@@ -114,7 +117,7 @@ static int parse(int argc, char **argv, cli_opts_t *o)
 {
     enum { O_INPUTS = 256, O_OUTDIR, O_CHECK, O_BATCHES, O_THREADS, O_MEM, O_SEED,
            O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE, O_MB, O_REPLICAS, O_K,
-           O_CREDITS, O_TRANSPORT, O_TIMEOUT };
+           O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND };
     static const struct option longopts[] = {
         {"inputs", required_argument, NULL, O_INPUTS},
         {"output-dir", required_argument, NULL, O_OUTDIR},
@@ -134,6 +137,7 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         {"credits", required_argument, NULL, O_CREDITS},
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"bind", required_argument, NULL, O_BIND},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -169,6 +173,14 @@ static int parse(int argc, char **argv, cli_opts_t *o)
                 o->transport = IPU_TRANSPORT_MPI;
             else
                 return cli_usage_error("--transport %s: expected ucx or mpi", optarg);
+            break;
+        case O_BIND:
+            if (strcmp(optarg, "cores") == 0)
+                o->bind = 1;
+            else if (strcmp(optarg, "none") == 0)
+                o->bind = 0;
+            else
+                return cli_usage_error("--bind %s: expected cores or none", optarg);
             break;
         case O_TIMEOUT: {
             char *end;
@@ -242,9 +254,16 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "plan") == 0)
         return cli_plan_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "info") == 0) {
+        int k = 1;
+        for (int i = 2; i + 1 < argc; i++)
+            if (strcmp(argv[i], "--ipus-per-rank") == 0 && (cli_parse_int(argv[i + 1], 1, &k) || k > 64))
+                return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", argv[i + 1]);
+        return cli_info_main(argc - 1, argv + 1, k);
+    }
     cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4,
                     .micro_batch = 1, .replicas = 1, .ipus_per_rank = 1, .credits = 2,
-                    .transport = IPU_TRANSPORT_UCX, .timeout_s = 30};
+                    .transport = IPU_TRANSPORT_UCX, .timeout_s = 30, .bind = 1};
     ipu_session_opts_init(&o.sopts);
     int rc = parse(argc, argv, &o);
     if (rc >= 0)

@@ -6,6 +6,7 @@
 #include "cli/io.h"
 #include "exec/ops/registry.h"
 #include "exec/pipeline.h"
+#include "exec/binding.h"
 #include "graph/load.h"
 
 #include <math.h>
@@ -153,7 +154,11 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     ipu_session_t *s = NULL;
     data_t d = {0};
     double *times = NULL;
-    ipu_status_t st = ipu_session_open(o->model, &o->sopts, &s);
+    ipu_session_opts_t so = o->sopts;
+    ipu_binding_t b;
+    if (o->bind && ipu_binding_plan(0, 1, 1, &b) == IPU_OK)
+        so.core = b.pu[0];
+    ipu_status_t st = ipu_session_open(o->model, &so, &s);
     if (st != IPU_OK)
         return st;
     ipu_graph_t *g = s->g;
@@ -271,6 +276,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     pp.transport.timeout_s = o->timeout_s;
     pp.make_inputs = make_inputs;
     pp.take_output = take_output;
+    pp.bind = o->bind;
     pp.arg = &d;
     ipu_partition_params_t part;
     ipu_partition_params_init(&part);

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "exec/measure.h"
+#include "exec/binding.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ void ipu_pipeline_params_init(ipu_pipeline_params_t *p)
     p->micro_batches = 1;
     p->credits = 2;
     p->measure = 1;
+    p->bind = 1;
     p->threads = 1;
     p->ipu_memory = IPU_DEFAULT_MEMORY;
     ipu_transport_params_init(&p->transport);
@@ -154,7 +156,7 @@ static void *alloc_buf(size_t n)
 }
 
 /* Build this rank's stages (nodes, boundary lists), devices and buffers. */
-static ipu_status_t build_local(pipe_t *pp, const int *node_stage)
+static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind)
 {
     const ipu_graph_t *g = pp->g;
     const ipu_pipeline_params_t *p = pp->p;
@@ -207,7 +209,7 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         if (st == IPU_OK) {
             ipu_device_params_t dp = {.index = i, .capacity = p->ipu_memory, .threads = p->threads,
-                                      .core = -1};
+                                      .core = bind ? bind->pu[i] : -1};
             st = ipu_device_open(&dp, &ls->dev);
         }
         if (st == IPU_OK && (st = ipu_device_load(ls->dev, &ls->stage)) != IPU_OK)
@@ -685,7 +687,18 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         st = build_links(&pp, plan.node_stage);
     if (st == IPU_OK) {
         drop_foreign_constants(g, plan.node_stage, &pp);
-        st = build_local(&pp, plan.node_stage);
+        ipu_binding_t bind;
+        int bound = 0;
+        if (p->bind) { /* the ranks of this host share its cores */
+            MPI_Comm local;
+            int lr, ls;
+            MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, pp.rank, MPI_INFO_NULL, &local);
+            MPI_Comm_rank(local, &lr);
+            MPI_Comm_size(local, &ls);
+            MPI_Comm_free(&local);
+            bound = ipu_binding_plan(lr, ls, pp.K, &bind) == IPU_OK;
+        }
+        st = build_local(&pp, plan.node_stage, bound ? &bind : NULL);
     }
     /* every rank reaches here: fail together before any transfer */
     if ((st = all_ok(comm, st, pp.rank)) == IPU_OK)

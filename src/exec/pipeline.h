@@ -27,6 +27,7 @@ typedef struct ipu_pipeline_params {
     int ipus_per_rank;        /* K >= 1 */
     int micro_batches;        /* N >= 1, over all replicas */
     int credits;              /* micro-batches in flight per link (default 2) */
+    int bind;                 /* 1 (default): bind IPU workers to cores (exec/binding.h) */
     int measure;              /* 1 (default): time the GEMM-like nodes once on
                                  rank 0 and partition with those times */
     int threads;              /* kernel threads per IPU */

@@ -217,3 +217,32 @@ void ipu_transport_progress(ipu_transport_t *t)
 {
     t->ops->progress(t);
 }
+
+void ipu_transport_peer_info(const ipu_transport_t *t, int peer, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (t->ops != &ipu_transport_ucx_ops || peer < 0 || peer >= t->size || t->eps == NULL) {
+        snprintf(buf, len, "%s", t->ops->name);
+        return;
+    }
+    /* UCX prints each lane as "lane[i]:  k:tl/dev md[..] ...": keep tl/dev */
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    if (f == NULL)
+        return;
+    ucp_ep_print_info(t->eps[peer], f);
+    fclose(f);
+    size_t off = 0;
+    for (char *p = text; p && (p = strstr(p, "lane[")) != NULL; p++) {
+        char *colon = strstr(p, ":  ");
+        if (colon == NULL)
+            break;
+        char name[64];
+        if (sscanf(colon + 3, "%*d:%63s", name) != 1)
+            continue;
+        if (strstr(buf, name) == NULL && off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", name);
+    }
+    free(text);
+}

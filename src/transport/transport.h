@@ -82,6 +82,9 @@ ipu_status_t ipu_transport_wait(ipu_transport_t *t, ipu_treq_t *req);
 void ipu_transport_cancel(ipu_transport_t *t, ipu_treq_t *req);
 /* Drive communication without waiting. */
 void ipu_transport_progress(ipu_transport_t *t);
+/* The transports (e.g. "tcp/lo", "posix/memory") used to reach peer, comma
+ * separated, into buf; "mpi" for the MPI back end. */
+void ipu_transport_peer_info(const ipu_transport_t *t, int peer, char *buf, size_t len);
 /* 1 if the peer was reported failed. */
 int ipu_transport_peer_failed(const ipu_transport_t *t, int peer);
 

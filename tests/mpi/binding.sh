@@ -1,0 +1,49 @@
+#!/bin/sh
+# hwloc binding and `ipu-exec info`: on a synthetic host of 2 NUMA nodes x 4
+# cores (HWLOC_SYNTHETIC), 4 ranks x 2 IPUs take 8 distinct cores, ranks 0-1
+# in NUMA node 0 and 2-3 in node 1; 3 ranks x 2 IPUs on 4 cores wrap and say
+# so; on the real host, the worker threads of a running pipeline are bound
+# to the cores info reports and two ranks use different cores.
+set -u
+. "$(dirname "$0")/common.sh"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+OUT=$(timeout 60 "$MPIRUN" -x HWLOC_SYNTHETIC="node:2 core:4 pu:1" -np 4 "$EXE" info --ipus-per-rank 2 2>&1)
+echo "$OUT" > "$W/info"
+for r in 0 1 2 3; do
+    numa=$((r / 2)); c0=$((2 * r)); c1=$((2 * r + 1))
+    if grep -q "^rank $r: .*NUMA node $numa, 8 cores, 2 IPUs: IPU0->core $c0 .*IPU1->core $c1 " "$W/info"; then
+        ok "rank $r: NUMA node $numa, cores $c0 and $c1"
+    else fail "rank $r binding"; cat "$W/info"; fi
+done
+grep -q "cores shared" "$W/info" && fail "8 workers on 8 cores reported shared" || ok "no core shared"
+OUT=$(timeout 60 "$MPIRUN" -x HWLOC_SYNTHETIC="node:1 core:4 pu:1" -np 3 "$EXE" info --ipus-per-rank 2 2>&1)
+echo "$OUT" | grep -q "^rank 2: .*IPU0->core 0 .*cores shared" && ok "6 workers on 4 cores wrap and say so" \
+    || { fail "wrap-around"; echo "$OUT"; }
+echo "$OUT" | grep -q "ucx: this host tcp" && ok "info names the UCX transport" || fail "no transport in info"
+# real host: two ranks, their workers bound to distinct cores during a run
+"$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "pipeline part skipped: no torch"; echo "binding: $fails failure(s)"; [ "$fails" -eq 0 ]; exit; }
+need_models 13 gpt2_tiny
+tag=ipu-bind-$$
+timeout -k 5 120 "$MPIRUN" -x IPU_TEST_TAG=$tag -np 2 "$EXE" "$CACHE/op13/gpt2_tiny/model.onnx" \
+    --batches 100000 --output-dir "$W/o" >/dev/null 2>&1 &
+job=$!
+i=0; while [ $i -lt 300 ] && [ ! -f "$W/o/test_data_set_3/output_0.pb" ]; do sleep 0.1; i=$((i + 1)); done
+cpus=""
+for p in $(pgrep -f "ipu-exec $CACHE/op13/gpt2_tiny"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "IPU_TEST_TAG=$tag" || continue
+    # the IPU worker: the thread that has used the most CPU
+    best=0 cpu=""
+    for t in /proc/$p/task/*; do
+        u=$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)
+        if [ -n "$u" ] && [ "$u" -ge "$best" ]; then best=$u; cpu=$(sed -n 's/^Cpus_allowed_list:\t//p' "$t/status"); fi
+    done
+    cpus="$cpus $cpu"
+done
+kill $job 2>/dev/null; wait $job 2>/dev/null
+set -- $cpus
+if [ $# -eq 2 ] && [ "$1" != "$2" ] && [ "${1#*,}" = "$1" ] && [ "${1#*-}" = "$1" ]; then
+    ok "the two ranks' IPU workers run bound to cpus $1 and $2"
+else fail "worker binding: '$cpus'"; fi
+echo "binding: $fails failure(s)"
+[ "$fails" -eq 0 ]
