@@ -12,5 +12,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
     libhwloc-dev libopenblas-dev libcmocka-dev \
     python3 python3-numpy python3-onnx python3-torch python3-torchvision \
+    slurm-wlm munge iproute2 util-linux \
     >/dev/null
 echo "install-deps: done"

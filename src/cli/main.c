@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROG "ipu-exec"
 
@@ -68,7 +69,9 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 success, 1 --check mismatch, 2 bad model/input/usage,\n"
 "3 internal or transport failure. Works bare and under mpirun -np 1.\n"
-"Environment: IPU_EXEC_LOG_LEVEL=error|warn|info|debug.\n"
+"Environment: IPU_EXEC_LOG_LEVEL=error|warn|info|debug; IPU_EXEC_ABORT_GRACE=S,\n"
+"seconds a rank that lost a peer waits for the launcher to end the job\n"
+"(default 10) before it exits.\n"
 "See the manual page ipu-exec(1) (docs/ipu-exec.1).\n");
 }
 
@@ -250,6 +253,17 @@ static int parse(int argc, char **argv, cli_opts_t *o)
     return -1;
 }
 
+/* IPU_EXEC_ABORT_GRACE: seconds a rank that lost a peer waits before it
+ * exits (default 10). */
+static int cli_abort_grace_s(void)
+{
+    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
+    int v = 10;
+    if (e && cli_parse_int(e, 0, &v) != 0)
+        v = 10;
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "plan") == 0)
@@ -288,8 +302,17 @@ int main(int argc, char **argv)
     fflush(stdout);
     int code = ipu_status_exit_code(st);
     if (mpi) {
-        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together)
-            MPI_Abort(MPI_COMM_WORLD, code); /* the others may wait on this rank */
+        /* the others may wait on this rank: leave now with the error; the
+         * launcher ends the job (MPI_Abort can hang on an unreachable host) */
+        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together) {
+            fflush(stderr);
+            /* A lost peer: give the launcher a moment to notice the lost host
+             * itself and end the job (mpirun stops handling a lost host once
+             * a rank has exited, and would wait for it) */
+            int grace = st == IPU_ERR_TRANSPORT || st == IPU_ERR_TIMED_OUT ? cli_abort_grace_s() : 0;
+            usleep(500 * 1000 + (useconds_t)grace * 1000000u);
+            _exit(code);
+        }
         MPI_Finalize();
     }
     return code;

@@ -15,6 +15,9 @@
 
 #include "gcl/gcl.h"
 
+/* Recommended slot_bytes: the streaming segment per member (3 are kept). */
+#define GCL_SHM_SLOT_BYTES ((size_t)256 * 1024)
+
 typedef struct gcl_shm gcl_shm_t;
 typedef struct gcl_shm_op gcl_shm_op_t;
 

@@ -3,6 +3,8 @@
 #include "common/log.h"
 #include "exec/measure.h"
 #include "exec/binding.h"
+#include "exec/ops/registry.h"
+#include "graph/fuse.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -652,6 +654,8 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         ipu_value_set_shape(&g->values[g->inputs[k]], pp.ins[k].dtype, pp.ins[k].rank, pp.ins[k].dims);
     if (st == IPU_OK)
         st = ipu_graph_infer(g);
+    if (st == IPU_OK) /* as the single-rank session does: the same kernels, the same bits */
+        st = ipu_graph_fuse(g, ipu_op_lookup, NULL);
     pp.ins_mb = 0;
     ipu_partition_params_t part = *ppar;
     part.stages = pp.S;

@@ -1,6 +1,7 @@
 #include "exec/session.h"
 
 #include "exec/ops/registry.h"
+#include "graph/fuse.h"
 #include "graph/load.h"
 
 #include <stdio.h>
@@ -90,7 +91,7 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
         ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
     s->prepared = 0;
     ipu_stage_free(&s->stage);
-    if ((st = ipu_graph_infer(g)) != IPU_OK)
+    if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
     st = ipu_stage_build(g, g->order, g->n_nodes, g->inputs, g->n_inputs, g->outputs,
                          g->n_outputs, &s->stage);

@@ -4,6 +4,7 @@
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 EXE=$top_builddir/ipu-exec
 CACHE=${MPI_MODEL_CACHE:-$top_builddir/tests/mpi/models}
+mkdir -p "$CACHE" && CACHE=$(cd "$CACHE" && pwd)
 fails=0
 
 need_models() { # need_models OPSET NAME...

@@ -59,7 +59,18 @@ def same_pads(ins, ks, ss, ds, lower):
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
 
-def conv(case, xs, ws, bias=True, pads=None, strides=None, dil=None, group=1, same=None):
+ACT = {
+    None: lambda y: y,
+    "Relu": lambda y: np.maximum(y, 0),
+    "Clip": lambda y: np.clip(y, -0.5, 0.75),
+    "Sigmoid": lambda y: 1 / (1 + np.exp(-y.astype(np.float64))),
+    "SiLU": lambda y: y / (1 + np.exp(-y.astype(np.float64))),
+}
+
+
+def conv(case, xs, ws, bias=True, pads=None, strides=None, dil=None, group=1, same=None,
+         act=None):
+    """act: the fused activation the C test sets on the node (Clip bounds -0.5, 0.75)."""
     x, w = rand(*xs), rand(*ws)
     b = rand(ws[0]) if bias else None
     nd = len(xs) - 2
@@ -70,6 +81,7 @@ def conv(case, xs, ws, bias=True, pads=None, strides=None, dil=None, group=1, sa
     pads = pads or [0] * (2 * nd)
     y = CONV[nd](onnx_pad(t(x), pads), t(w), None if b is None else t(b),
                  stride=strides, dilation=dil, groups=group).numpy()
+    y = ACT[act](y)
     if b is None:
         save(case, in0=x, in1=w, out0=y)
     else:
@@ -89,6 +101,23 @@ conv("conv_same_lower", [1, 2, 7, 6], [3, 2, 4, 3], strides=[2, 2], same="lower"
 conv("conv_valid", [1, 2, 7, 8], [3, 2, 3, 3], strides=[2, 3])
 conv("conv1d", [2, 3, 10], [4, 3, 3], pads=[1, 2], strides=[2], dil=[2])
 conv("conv3d", [1, 2, 5, 5, 4], [3, 2, 3, 3, 2], pads=[1, 1, 0, 1, 1, 1], strides=[2, 1, 1])
+# depthwise: stride 3 x 2 with dilation (three row phases, two column phases)
+conv("conv_depthwise_s3_dil", [1, 4, 11, 10], [4, 1, 3, 3], pads=[1, 2, 2, 0], strides=[3, 2],
+     dil=[1, 2], group=4)
+# depthwise 5x5 stride 2 on a plane wider than 32 outputs, fused SiLU
+conv("conv_depthwise_silu", [1, 2, 20, 71], [2, 1, 5, 5], pads=[2, 2, 2, 2], strides=[2, 2],
+     group=2, act="SiLU")
+# depthwise 3-D (row-by-row path), fused Sigmoid
+conv("conv_depthwise3d_sigmoid", [1, 3, 4, 5, 6], [3, 1, 2, 3, 3], pads=[0, 1, 1, 1, 1, 1],
+     group=3, act="Sigmoid")
+# im2col in bands of output rows: K = 432 gives bands of 12 rows of 20 (2 bands)
+conv("conv_im2col_bands_relu", [1, 48, 20, 20], [4, 48, 3, 3], pads=[1, 1, 1, 1], act="Relu")
+# 3-D bands: K = 648, bands of 42 rows of 6 cross the out[0] boundary
+conv("conv3d_bands", [1, 24, 8, 8, 6], [2, 24, 3, 3, 3], pads=[1, 1, 1, 1, 1, 1], bias=False)
+# pointwise with fused Clip, and grouped im2col with fused Clip
+conv("conv_1x1_clip", [1, 8, 5, 5], [6, 8, 1, 1], act="Clip")
+conv("conv_1x1_plane1_sigmoid", [2, 6, 1, 1], [5, 6, 1, 1], act="Sigmoid")  # sgemv
+conv("conv_group_clip", [1, 4, 6, 6], [6, 2, 3, 3], pads=[1, 1, 1, 1], group=2, act="Clip")
 
 
 def gemm(case, a_shape, b_shape, c_shape, ta, tb, alpha, beta):
@@ -163,3 +192,6 @@ save("avgpool3d", in0=x, out0=F.avg_pool3d(t(x), 2, (1, 2, 2), padding=1,
 x = rand(2, 3, 5, 4)
 save("global_avg", in0=x, out0=x.astype(np.float64).mean(axis=(2, 3), keepdims=True))
 save("global_max", in0=x, out0=x.max(axis=(2, 3), keepdims=True))
+x = rand(1, 3, 9, 7)  # planes of 63: the 8-wide loop and its tail
+save("global_avg_63", in0=x, out0=x.astype(np.float64).mean(axis=(2, 3), keepdims=True))
+save("global_max_63", in0=x, out0=x.max(axis=(2, 3), keepdims=True))

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "exec/ops/registry.h"
+#include "graph/fuse.h"
 
 static char g_dir[256];
 
@@ -155,7 +156,7 @@ static void rerun_big_scratch(op_case_t *c)
 {
     ipu_node_t *n = oc_node(c);
     ipu_tensor_t in[3];
-    static float scratch[1 << 16];
+    static float scratch[1 << 18];
     for (int i = 0; i < n->n_inputs; i++)
         in[i] = ipu_value_tensor(c->g, n->inputs[i]);
     assert_non_null(in[0].data); /* oc_run gave the fed input its bytes back */
@@ -272,6 +273,134 @@ static void test_conv3d(void **state)
     CONV_END("conv3d", S(1, 3, 3, 5, 4));
 }
 
+/* the fused activation graph/fuse.c sets (Clip bounds -0.5, 0.75 as in ref_dense.py) */
+static void fused(op_case_t *c, const char *act)
+{
+    ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, act);
+    if (strcmp(act, "Clip") == 0) {
+        ipu_node_add_attr_float(oc_node(c), IPU_CONV_ACT_MIN, -0.5f);
+        ipu_node_add_attr_float(oc_node(c), IPU_CONV_ACT_MAX, 0.75f);
+    }
+}
+
+/* depthwise fast path: three row phases, two column phases, dilation */
+static void test_conv_depthwise_phases(void **state)
+{
+    CONV_BEGIN("conv_depthwise_s3_dil", 13, S(1, 4, 11, 10), S(4, 1, 3, 3), S(4));
+    ints(c, "pads", S(1, 2, 2, 0));
+    ints(c, "strides", S(3, 2));
+    ints(c, "dilations", S(1, 2));
+    ipu_node_add_attr_int(oc_node(c), "group", 4);
+    CONV_END("conv_depthwise_s3_dil", S(1, 4, 4, 4));
+}
+
+/* fused activations on every path: depthwise fast and row-by-row (3-D),
+ * im2col in several bands, pointwise, grouped im2col */
+static void test_conv_fused(void **state)
+{
+    CONV_BEGIN("conv_depthwise_silu", 13, S(1, 2, 20, 71), S(2, 1, 5, 5), S(2));
+    ints(c, "pads", S(2, 2, 2, 2));
+    ints(c, "strides", S(2, 2));
+    ipu_node_add_attr_int(oc_node(c), "group", 2);
+    fused(c, "SiLU");
+    CONV_END("conv_depthwise_silu", S(1, 2, 10, 36));
+
+    CONV_BEGIN("conv_depthwise3d_sigmoid", 13, S(1, 3, 4, 5, 6), S(3, 1, 2, 3, 3), S(3));
+    ints(c, "pads", S(0, 1, 1, 1, 1, 1));
+    ipu_node_add_attr_int(oc_node(c), "group", 3);
+    fused(c, "Sigmoid");
+    CONV_END("conv_depthwise3d_sigmoid", S(1, 3, 4, 5, 6));
+
+    CONV_BEGIN("conv_im2col_bands_relu", 13, S(1, 48, 20, 20), S(4, 48, 3, 3), S(4));
+    ints(c, "pads", S(1, 1, 1, 1));
+    fused(c, "Relu");
+    CONV_END("conv_im2col_bands_relu", S(1, 4, 20, 20));
+
+    CONV_BEGIN("conv_1x1_clip", 13, S(1, 8, 5, 5), S(6, 8, 1, 1), S(6));
+    fused(c, "Clip");
+    CONV_END("conv_1x1_clip", S(1, 6, 5, 5));
+
+    CONV_BEGIN("conv_1x1_plane1_sigmoid", 13, S(2, 6, 1, 1), S(5, 6, 1, 1), S(5));
+    fused(c, "Sigmoid");
+    CONV_END("conv_1x1_plane1_sigmoid", S(2, 5, 1, 1));
+
+    CONV_BEGIN("conv_group_clip", 13, S(1, 4, 6, 6), S(6, 2, 3, 3), S(6));
+    ints(c, "pads", S(1, 1, 1, 1));
+    ipu_node_add_attr_int(oc_node(c), "group", 2);
+    fused(c, "Clip");
+    CONV_END("conv_group_clip", S(1, 6, 6, 6));
+}
+
+/* 3-D im2col bands whose boundary falls inside an out[0] slice */
+static void test_conv3d_bands(void **state)
+{
+    CONV_BEGIN("conv3d_bands", 13, S(1, 24, 8, 8, 6), S(2, 24, 3, 3, 3), ABSENT);
+    ints(c, "pads", S(1, 1, 1, 1, 1, 1));
+    CONV_END("conv3d_bands", S(1, 2, 8, 8, 6));
+}
+
+/* graph/fuse.c: Conv -> Sigmoid, Mul(s, y) (SiLU) and Conv -> Clip-13 fuse;
+ * a Conv whose output also feeds an Add keeps its Relu. */
+static void test_conv_fusion_pass(void **state)
+{
+    static const float w[36], lo = -1.0f, hi = 6.0f;
+    ipu_graph_t *g = ipu_graph_new("fuse");
+    assert_non_null(g);
+    const char *conv_in[3][2] = {{"x", "w"}, {"z1", "w"}, {"z2", "w"}};
+    const char *conv_out[3] = {"y1", "y2", "y3"};
+    int conv[3];
+    for (int i = 0; i < 3; i++)
+        conv[i] = ipu_graph_add_node(g, "Conv", conv_out[i], 2, conv_in[i], 1, &conv_out[i]);
+    int sig = ipu_graph_add_node(g, "Sigmoid", "sig", 1, (const char *[]){"y1"}, 1,
+                                 (const char *[]){"s1"});
+    int mul = ipu_graph_add_node(g, "Mul", "mul", 2, (const char *[]){"s1", "y1"}, 1,
+                                 (const char *[]){"z1"});
+    int clip = ipu_graph_add_node(g, "Clip", "clip", 3, (const char *[]){"y2", "lo", "hi"}, 1,
+                                  (const char *[]){"z2"});
+    int relu = ipu_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"y3"}, 1,
+                                  (const char *[]){"r3"});
+    int add = ipu_graph_add_node(g, "Add", "add", 2, (const char *[]){"r3", "y3"}, 1,
+                                 (const char *[]){"out"});
+    assert_true(conv[0] >= 0 && conv[1] >= 0 && conv[2] >= 0 && sig >= 0 && mul >= 0 &&
+                clip >= 0 && relu >= 0 && add >= 0);
+    ints(&(op_case_t){.g = g, .node = conv[0]}, "pads", S(1, 1, 1, 1));
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 4,
+                        S(1, 2, 5, 5).d);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")],
+                                         IPU_DTYPE_FLOAT, 4, S(2, 2, 3, 3).d, w), IPU_OK);
+    /* the 3x3 kernel with pads 1 keeps 5x5 for the next convs: they reuse w */
+    for (int i = 1; i < 3; i++)
+        ints(&(op_case_t){.g = g, .node = conv[i]}, "pads", S(1, 1, 1, 1));
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "lo")],
+                                         IPU_DTYPE_FLOAT, 0, NULL, &lo), IPU_OK);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "hi")],
+                                         IPU_DTYPE_FLOAT, 0, NULL, &hi), IPU_OK);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, 2);
+    assert_string_equal(ipu_attr_string(&g->nodes[conv[0]], IPU_CONV_ACT_ATTR, ""), "SiLU");
+    assert_string_equal(ipu_attr_string(&g->nodes[conv[1]], IPU_CONV_ACT_ATTR, ""), "Clip");
+    assert_true(ipu_attr_float(&g->nodes[conv[1]], IPU_CONV_ACT_MIN, 0) == lo);
+    assert_true(ipu_attr_float(&g->nodes[conv[1]], IPU_CONV_ACT_MAX, 0) == hi);
+    assert_null(ipu_attr_find(&g->nodes[conv[2]], IPU_CONV_ACT_ATTR));
+    assert_string_equal(g->nodes[sig].op_type, "Identity");
+    assert_string_equal(g->nodes[mul].op_type, "Identity");
+    assert_string_equal(g->nodes[clip].op_type, "Identity");
+    assert_string_equal(g->nodes[relu].op_type, "Relu");
+    assert_int_equal(g->nodes[mul].n_inputs, 1);
+    assert_int_equal(g->nodes[mul].inputs[0], ipu_graph_find_value(g, "y1"));
+    /* a second inference (new input shapes) and fusion keep the graph valid */
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, 0);
+    ipu_graph_free(g);
+}
+
 /* all inputs constant: the node folds at inference through the same kernel */
 static void test_conv_folded(void **state)
 {
@@ -330,6 +459,12 @@ static void test_conv_errors(void **state)
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME");
     expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
+    /* an unknown fused activation */
+    c = oc_new("Conv", 13, 2, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
+    oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
+    ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, "Gelu");
+    expect_error(c, IPU_ERR_INVALID_MODEL, "Gelu");
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
@@ -539,6 +674,10 @@ static void test_global_pools(void **state)
                S(2, 3, 1, 1));
     pool_check(pool_case("global_max", "GlobalMaxPool", 7, S(2, 3, 5, 4), 1), "global_max",
                S(2, 3, 1, 1));
+    pool_check(pool_case("global_avg_63", "GlobalAveragePool", 1, S(1, 3, 9, 7), 1),
+               "global_avg_63", S(1, 3, 1, 1));
+    pool_check(pool_case("global_max_63", "GlobalMaxPool", 1, S(1, 3, 9, 7), 1),
+               "global_max_63", S(1, 3, 1, 1));
 }
 
 static void test_pool_errors(void **state)
@@ -584,6 +723,10 @@ int main(void)
         cmocka_unit_test(test_conv_valid),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv3d),
+        cmocka_unit_test(test_conv_depthwise_phases),
+        cmocka_unit_test(test_conv_fused),
+        cmocka_unit_test(test_conv3d_bands),
+        cmocka_unit_test(test_conv_fusion_pass),
         cmocka_unit_test(test_conv_folded),
         cmocka_unit_test(test_conv_errors),
         cmocka_unit_test(test_gemm),

@@ -9,11 +9,13 @@
  * input. MaxPool's optional Indices output (int64, flattened over N, C and
  * the spatial dims; storage_order 1 = column-major spatial, 1-D/2-D only) is
  * computed by a plain scalar loop; without it the pool runs row-vectorised.
+ * The global pools reduce each plane with 8 partial sums / maxima (ew.c).
  * The opset differences (ceil_mode from 10, dilations from 10/19, Indices
  * from 8) are all optional attributes/outputs, so one entry per op serves
  * every opset up to 21. */
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
+#include "exec/ops/ew.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -191,20 +193,12 @@ static ipu_status_t pool_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         const float *xp = x + p * s->isz;
         float *yp = y + p * s->osz;
         switch (s->kind) {
-        case POOL_GLOBAL_AVG: {
-            double acc = 0.0;
-            for (int64_t i = 0; i < s->isz; i++)
-                acc += xp[i];
-            yp[0] = (float)(acc / (double)s->isz);
+        case POOL_GLOBAL_AVG:
+            yp[0] = ipu_ew_sum_f32(xp, s->isz) / (float)s->isz;
             break;
-        }
-        case POOL_GLOBAL_MAX: {
-            float m = xp[0];
-            for (int64_t i = 1; i < s->isz; i++)
-                m = xp[i] > m ? xp[i] : m;
-            yp[0] = m;
+        case POOL_GLOBAL_MAX:
+            yp[0] = ipu_ew_max_f32(xp, s->isz);
             break;
-        }
         case POOL_MAX:
             ipu_row_fill(yp, s->osz, -INFINITY);
             ipu_window_plane(&s->w, IPU_WINDOW_MAX, NULL, xp, yp);

@@ -2,6 +2,7 @@
  * window.h. Output sizes follow Conv-11 / MaxPool-12 / AveragePool-11
  * (Operators.md): explicit pads, or auto_pad SAME_UPPER / SAME_LOWER / VALID. */
 #include "exec/ops/window.h"
+#include "exec/ops/ew.h"
 
 #include <string.h>
 
@@ -190,10 +191,11 @@ static void row_gather(float *restrict dst, const float *restrict src, int64_t c
         dst[o] = src[o * s];
 }
 
-void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, float *col)
+void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, int64_t r0,
+                       int64_t r1, float *col)
 {
     const int64_t D = w->in[0], H = w->in[1], W = w->in[2];
-    const int64_t oD = w->out[0], oH = w->out[1], oW = w->out[2];
+    const int64_t oH = w->out[1], oW = w->out[2];
     const int64_t sw = w->s[2];
     for (int64_t c = 0; c < channels; c++)
         for (int64_t td = 0; td < w->k[0]; td++)
@@ -204,29 +206,23 @@ void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, 
                     const float *xc = x + c * D * H * W;
                     /* first in-bounds input of this tap in a row */
                     const int64_t first = lo * sw + tw * w->d[2] - w->pb[2];
-                    for (int64_t od = 0; od < oD; od++) {
+                    for (int64_t r = r0; r < r1; r++, col += oW) {
+                        int64_t od = r / oH, oh = r % oH;
                         int64_t id = od * w->s[0] + td * w->d[0] - w->pb[0];
-                        if (id < 0 || id >= D) {
-                            memset(col, 0, (size_t)(oH * oW) * sizeof(float));
-                            col += oH * oW;
+                        int64_t ih = oh * w->s[1] + th * w->d[1] - w->pb[1];
+                        if (id < 0 || id >= D || ih < 0 || ih >= H || lo >= hi) {
+                            memset(col, 0, (size_t)oW * sizeof(float));
                             continue;
                         }
-                        for (int64_t oh = 0; oh < oH; oh++, col += oW) {
-                            int64_t ih = oh * w->s[1] + th * w->d[1] - w->pb[1];
-                            if (ih < 0 || ih >= H || lo >= hi) {
-                                memset(col, 0, (size_t)oW * sizeof(float));
-                                continue;
-                            }
-                            const float *src = xc + (id * H + ih) * W + first;
-                            if (lo > 0)
-                                memset(col, 0, (size_t)lo * sizeof(float));
-                            if (sw == 1)
-                                memcpy(col + lo, src, (size_t)(hi - lo) * sizeof(float));
-                            else
-                                row_gather(col + lo, src, hi - lo, sw);
-                            if (hi < oW)
-                                memset(col + hi, 0, (size_t)(oW - hi) * sizeof(float));
-                        }
+                        const float *src = xc + (id * H + ih) * W + first;
+                        if (lo > 0)
+                            memset(col, 0, (size_t)lo * sizeof(float));
+                        if (sw == 1)
+                            memcpy(col + lo, src, (size_t)(hi - lo) * sizeof(float));
+                        else
+                            row_gather(col + lo, src, hi - lo, sw);
+                        if (hi < oW)
+                            memset(col + hi, 0, (size_t)(oW - hi) * sizeof(float));
                     }
                 }
 }
@@ -321,39 +317,159 @@ void ipu_window_plane(const ipu_window_t *w, ipu_window_mode_t mode, const float
         }
 }
 
-int64_t ipu_window_flat_scratch(const ipu_window_t *w)
+/* ---- activations ---------------------------------------------------------- */
+
+/* dst rows (pitch dp) = act(src rows (pitch sp) + bias), rows x n */
+#define ACT_LOOP(expr)                                      \
+    for (int64_t r = 0; r < rows; r++, dst += dp, src += sp) \
+        for (int64_t i = 0; i < n; i++) {                   \
+            float v = src[i] + bias;                        \
+            dst[i] = (expr);                                \
+        }
+
+IPU_EW_HOT static void act_rows(const ipu_act_t *a, float *dst, int64_t dp, const float *src,
+                                int64_t sp, int64_t rows, int64_t n, float bias)
 {
-    if (w->k[0] != 1 || w->in[0] != 1 || w->s[1] != 1 || w->s[2] != 1)
-        return 0;
-    int64_t Hp = w->in[1] + w->pb[1] + w->pe[1], Wp = w->in[2] + w->pb[2] + w->pe[2];
-    if (w->out[1] != Hp - (w->k[1] - 1) * w->d[1] || w->out[2] != Wp - (w->k[2] - 1) * w->d[2])
-        return 0;
-    return Hp * Wp + w->out[1] * Wp;
+    const float lo = a->lo, hi = a->hi;
+    switch (a->kind) {
+    case IPU_ACT_RELU: ACT_LOOP(v < 0.0f ? 0.0f : v); break;
+    case IPU_ACT_CLIP: ACT_LOOP(v < lo ? lo : (v > hi ? hi : v)); break;
+    case IPU_ACT_SIGMOID: ACT_LOOP(ipu_ew_sigmoidf(v)); break;
+    case IPU_ACT_SILU: ACT_LOOP(v * ipu_ew_sigmoidf(v)); break;
+    default: ACT_LOOP(v); break;
+    }
 }
 
-void ipu_window_plane_flat_mac(const ipu_window_t *w, const float *weights, float init,
-                               const float *in, float *out, float *scratch)
+void ipu_act_row(const ipu_act_t *a, float *dst, const float *src, int64_t n, float bias)
 {
-    const int64_t H = w->in[1], W = w->in[2], oH = w->out[1], oW = w->out[2];
-    const int64_t Wp = W + w->pb[2] + w->pe[2], Hp = H + w->pb[1] + w->pe[1];
-    float *pad = scratch, *acc = scratch + Hp * Wp;
-    /* zero-padded copy of the plane */
-    memset(pad, 0, (size_t)(w->pb[1] * Wp + w->pb[2]) * sizeof(float));
-    for (int64_t ih = 0; ih < H; ih++) {
-        float *row = pad + (w->pb[1] + ih) * Wp + w->pb[2];
-        memcpy(row, in + ih * W, (size_t)W * sizeof(float));
-        /* end padding of this row and start padding of the next */
-        memset(row + W, 0, (size_t)(w->pe[2] + (ih + 1 < H ? w->pb[2] : 0)) * sizeof(float));
-    }
-    memset(pad + (w->pb[1] + H) * Wp, 0, (size_t)(w->pe[1] * Wp) * sizeof(float));
-    /* acc is the output on rows of width Wp (columns >= oW unused): each
-     * tap is one contiguous multiply-add over the whole plane */
-    const int64_t n = (oH - 1) * Wp + oW;
-    ipu_row_fill(acc, n, init);
+    act_rows(a, dst, n, src, n, 1, n, bias);
+}
+
+/* ---- depthwise ------------------------------------------------------------- */
+
+int ipu_window_dw_init(const ipu_window_t *w, ipu_window_dw_t *dw)
+{
+    const int64_t sh = w->s[1], sw = w->s[2];
+    if (w->k[0] != 1 || w->in[0] != 1 || w->k[1] * w->k[2] > IPU_WINDOW_DW_TAPS ||
+        sw > IPU_WINDOW_MAX_DIMS + 1)
+        return 0;
+    int64_t hp = w->in[1] + w->pb[1] + w->pe[1], wp = w->in[2] + w->pb[2] + w->pe[2];
+    dw->hq = (hp + sh - 1) / sh;
+    dw->wq = (wp + sw - 1) / sw;
+    dw->planes = sh * sw;
+    dw->n = ((w->out[1] - 1) * dw->wq + w->out[2] + 7) / 8 * 8;
+    /* phase planes, 16 floats of slack (the rounded-up blocks read up to 8
+     * past the end), then the flat accumulator */
+    dw->scratch = dw->planes * dw->hq * dw->wq + 16 + dw->n;
+    dw->taps = 0;
     for (int64_t th = 0; th < w->k[1]; th++)
-        for (int64_t tw = 0; tw < w->k[2]; tw++)
-            row_mac(acc, pad + th * w->d[1] * Wp + tw * w->d[2], n, 1,
-                    weights[th * w->k[2] + tw]);
-    for (int64_t oh = 0; oh < oH; oh++)
-        memcpy(out + oh * oW, acc + oh * Wp, (size_t)oW * sizeof(float));
+        for (int64_t tw = 0; tw < w->k[2]; tw++) {
+            int64_t ph = th * w->d[1], pw = tw * w->d[2];
+            dw->off[dw->taps++] = ((ph % sh) * sw + pw % sw) * dw->hq * dw->wq +
+                                  (ph / sh) * dw->wq + pw / sw;
+        }
+    for (int64_t r = 0; r < sw; r++) {
+        /* input columns iw with (iw + pb) % sw == r: iw = first + j * sw */
+        int64_t first = ((r - w->pb[2]) % sw + sw) % sw;
+        dw->first[r] = first;
+        dw->j0[r] = (first + w->pb[2]) / sw;
+        dw->cnt[r] = first < w->in[2] ? (w->in[2] - first + sw - 1) / sw : 0;
+    }
+    return 1;
+}
+
+void ipu_window_dw_zero(const ipu_window_dw_t *dw, float *scratch)
+{
+    memset(scratch, 0, (size_t)(dw->planes * dw->hq * dw->wq + 16) * sizeof(float));
+}
+
+/* acc[i] = init + sum_t wt[t] * src[t][i] for i < n (a multiple of 8), all
+ * taps in registers per block of 32 outputs */
+typedef float v8f __attribute__((vector_size(32)));
+
+/* (macros: a function returning a 32-byte vector changes the ABI of the
+ * non-AVX clone) */
+#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof(v_)); v_; })
+#define ST8(p, v) do { v8f v_ = (v); memcpy((p), &v_, sizeof(v_)); } while (0)
+
+IPU_EW_HOT static void dw_acc(float *restrict acc, int64_t n, const float *const *src,
+                              const float *wt, int64_t taps, float init)
+{
+    const v8f b = {init, init, init, init, init, init, init, init};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        v8f a0 = b, a1 = b, a2 = b, a3 = b;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *p = src[t] + i;
+            const float wv = wt[t];
+            const v8f w8 = {wv, wv, wv, wv, wv, wv, wv, wv};
+            a0 += w8 * LD8(p);
+            a1 += w8 * LD8(p + 8);
+            a2 += w8 * LD8(p + 16);
+            a3 += w8 * LD8(p + 24);
+        }
+        ST8(acc + i, a0);
+        ST8(acc + i + 8, a1);
+        ST8(acc + i + 16, a2);
+        ST8(acc + i + 24, a3);
+    }
+    for (; i < n; i += 8) {
+        v8f a0 = b;
+        for (int64_t t = 0; t < taps; t++) {
+            const float wv = wt[t];
+            const v8f w8 = {wv, wv, wv, wv, wv, wv, wv, wv};
+            a0 += w8 * LD8(src[t] + i);
+        }
+        ST8(acc + i, a0);
+    }
+}
+
+/* The valid positions of the phase-split padded copy of one plane (the
+ * padding stays zero from ipu_window_dw_zero()). */
+IPU_EW_HOT static void dw_split(const ipu_window_t *w, const ipu_window_dw_t *dw, const float *in,
+                                float *restrict dst)
+{
+    const int64_t H = w->in[1], W = w->in[2], sh = w->s[1], sw = w->s[2], wq = dw->wq;
+    const int64_t plane = dw->hq * wq;
+    /* padded row p = ih + pb: phase rh = p % sh, row q = p / sh (no division
+     * per row: it would cost as much as the copy) */
+    int64_t rh = w->pb[1] % sh, q = w->pb[1] / sh;
+    for (int64_t ih = 0; ih < H; ih++) {
+        float *base = dst + rh * sw * plane + q * wq;
+        const float *row = in + ih * W;
+        if (++rh == sh) {
+            rh = 0;
+            q++;
+        }
+        if (sw == 1) {
+            float *d = base + dw->j0[0];
+            for (int64_t j = 0; j < W; j++)
+                d[j] = row[j];
+            continue;
+        }
+        for (int64_t r = 0; r < sw; r++) {
+            float *d = base + r * plane + dw->j0[r];
+            const float *x = row + dw->first[r];
+            const int64_t cnt = dw->cnt[r];
+            if (sw == 2)
+                for (int64_t j = 0; j < cnt; j++)
+                    d[j] = x[2 * j];
+            else
+                for (int64_t j = 0; j < cnt; j++)
+                    d[j] = x[j * sw];
+        }
+    }
+}
+
+void ipu_window_plane_dw(const ipu_window_t *w, const ipu_window_dw_t *dw, const float *weights,
+                         float bias, const ipu_act_t *act, const float *in, float *out,
+                         float *scratch)
+{
+    float *acc = scratch + dw->planes * dw->hq * dw->wq + 16;
+    const float *src[IPU_WINDOW_DW_TAPS];
+    dw_split(w, dw, in, scratch);
+    for (int64_t t = 0; t < dw->taps; t++)
+        src[t] = scratch + dw->off[t];
+    dw_acc(acc, dw->n, src, weights, dw->taps, bias);
+    act_rows(act, out, w->out[2], acc, dw->wq, w->out[1], w->out[2], 0.0f);
 }

@@ -57,9 +57,12 @@ int ipu_window_is_pointwise(const ipu_window_t *w);
  * 0 <= o*s + t*d - pb < in  <=>  *lo <= o < *hi. */
 void ipu_window_range(const ipu_window_t *w, int i, int64_t t, int64_t *lo, int64_t *hi);
 
-/* im2col of `channels` planes of x (each ipu_window_in_size() floats) into
- * col, a [channels * taps, out_size] row-major matrix; padding reads 0. */
-void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, float *col);
+/* im2col of `channels` planes of x (each ipu_window_in_size() floats) for
+ * the output rows [r0, r1) (row r: out[0] index r / out[1], out[1] index
+ * r % out[1]; out[2] columns each) into col, a [channels * taps,
+ * (r1 - r0) * out[2]] row-major matrix; padding reads 0. */
+void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, int64_t r0,
+                       int64_t r1, float *col);
 
 typedef enum {
     IPU_WINDOW_MAC,   /* out += weight[tap] * in  (depthwise convolution) */
@@ -73,14 +76,49 @@ typedef enum {
 void ipu_window_plane(const ipu_window_t *w, ipu_window_mode_t mode, const float *weights,
                       const float *in, float *out);
 
-/* Depthwise fast path for stride-1 1-D/2-D windows: floats of scratch that
- * ipu_window_plane_flat_mac() needs, or 0 when it does not apply. */
-int64_t ipu_window_flat_scratch(const ipu_window_t *w);
-/* out = init + the MAC of ipu_window_plane(), computed on a zero-padded copy
- * of the plane in scratch so that every tap is one contiguous multiply-add
- * over the whole plane (no per-row bounds). */
-void ipu_window_plane_flat_mac(const ipu_window_t *w, const float *weights, float init,
-                               const float *in, float *out, float *scratch);
+/* Activation applied by a kernel in its output pass (a Conv fused with the
+ * Relu, Clip, Sigmoid or x * Sigmoid(x) that followed it, graph/fuse.c). */
+typedef enum {
+    IPU_ACT_NONE, IPU_ACT_RELU, IPU_ACT_CLIP, IPU_ACT_SIGMOID, IPU_ACT_SILU,
+} ipu_act_kind_t;
+typedef struct ipu_act {
+    ipu_act_kind_t kind;
+    float lo, hi;      /* IPU_ACT_CLIP bounds */
+} ipu_act_t;
+
+/* dst[i] = act(src[i] + bias) for i < n (dst == src allowed); the same
+ * formulas as the Relu, Clip, Sigmoid and Mul kernels (unary.c, ew.h). */
+void ipu_act_row(const ipu_act_t *a, float *dst, const float *src, int64_t n, float bias);
+
+/* Depthwise fast path for 1-D/2-D windows of at most IPU_WINDOW_DW_TAPS
+ * taps, any strides, dilations and pads. The plane is copied into scratch
+ * zero-padded and split into stride phases (padded input (p, q) goes to
+ * phase (p % s[1], q % s[2]), row p / s[1], column q / s[2]), so that every
+ * tap reads contiguous floats; all taps are accumulated in registers over
+ * flat blocks of the output (rows of the phase pitch wq), and the rows are
+ * written out through the activation. */
+#define IPU_WINDOW_DW_TAPS 64
+typedef struct ipu_window_dw {
+    int64_t hq, wq, planes; /* phase planes: planes x hq rows x wq floats */
+    int64_t n;              /* flat outputs computed: (oH - 1) * wq + oW, rounded up to 8 */
+    int64_t scratch;        /* floats of scratch */
+    int64_t taps;
+    int64_t off[IPU_WINDOW_DW_TAPS];       /* first float each tap reads */
+    int64_t first[IPU_WINDOW_MAX_DIMS + 1]; /* per column phase r: input column of */
+    int64_t j0[IPU_WINDOW_MAX_DIMS + 1];    /* phase column j0, and the count of */
+    int64_t cnt[IPU_WINDOW_MAX_DIMS + 1];   /* valid columns (stride <= 4) */
+} ipu_window_dw_t;
+
+/* Set up dw for w; 0 when the fast path does not apply (3-D, too many taps,
+ * column stride over 4). */
+int ipu_window_dw_init(const ipu_window_t *w, ipu_window_dw_t *dw);
+/* Zero the padding of dw->scratch floats of scratch: once per run, the
+ * planes then overwrite only the valid positions. */
+void ipu_window_dw_zero(const ipu_window_dw_t *dw, float *scratch);
+/* out = act(bias + the MAC of ipu_window_plane()) for one plane. */
+void ipu_window_plane_dw(const ipu_window_t *w, const ipu_window_dw_t *dw, const float *weights,
+                         float bias, const ipu_act_t *act, const float *in, float *out,
+                         float *scratch);
 
 /* dst[0..n) = v and dst[0..n) += v, vectorised (bias initialisation). */
 void ipu_row_fill(float *dst, int64_t n, float v);

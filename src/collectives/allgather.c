@@ -1,0 +1,135 @@
+/* gcl_allgather: send[count] -> recv[count * size] (in place: block rank of
+ * recv holds the input). Algorithms:
+ *  - ring: Thakur, Rabenseifner, Gropp 2005 §4.1 (long messages); Open MPI
+ *    ompi/mca/coll/base/coll_base_allgather.c ompi_coll_base_allgather_intra_ring,
+ *    with each block cut into pipelined segments.
+ *  - recursive_doubling (power-of-two sizes): Thakur et al. 2005 §4.1;
+ *    coll_base_allgather.c ompi_coll_base_allgather_intra_recursivedoubling.
+ *  - bruck (any size, ceil(lg p) steps): Bruck, Ho, Kipnis, Upfal, Weathersby,
+ *    "Efficient algorithms for all-to-all communications in multiport
+ *    message-passing systems" (IEEE TPDS 1997); coll_base_allgather.c
+ *    ompi_coll_base_allgather_intra_bruck. */
+#include "collectives/gcl_internal.h"
+
+int gcl_ring_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, unsigned step0, const int *first,
+                      const int *recv_after, int nseg)
+{
+    gcl_comm_t *c = r->comm;
+    int p = c->size, me = c->rank, left = (me - 1 + p) % p, right = (me + 1) % p;
+    size_t esz = r->esz, se = (b->maxcnt + (size_t)nseg - 1) / (size_t)nseg;
+    se = se ? se : 1;
+    int *prev = gcl_req_alloc(r, (size_t)nseg * sizeof(int));
+    if (prev == NULL)
+        return 0;
+    for (int j = 0; j < nseg; j++)
+        prev[j] = first ? first[j] : -1;
+    for (int s = 0; s < p - 1; s++) {
+        int sb = (me - s + p) % p, rb = (me - s - 1 + p) % p;
+        for (int j = 0; j < nseg; j++) {
+            int k = s * nseg + j;
+            size_t so, sn, ro, rn;
+            gcl_seg(b, sb, j, se, &so, &sn);
+            gcl_seg(b, rb, j, se, &ro, &rn);
+            gcl_s_send(r, right, step0 + (unsigned)k, buf + so * esz, sn * esz, prev[j], -1);
+            prev[j] = gcl_s_recv(r, left, step0 + (unsigned)k, buf + ro * esz, rn * esz,
+                                 recv_after ? recv_after[k] : -1, -1);
+        }
+    }
+    return (p - 1) * nseg;
+}
+
+int gcl_rd_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, int vrank, int pof2, const int *vmap,
+                    unsigned step0, int dep)
+{
+    size_t esz = r->esz;
+    int ps = dep, pr = dep;
+    unsigned step = step0;
+    for (int mask = 1; mask < pof2; mask <<= 1, step++) {
+        int lo = vrank & ~(mask - 1), plo = (vrank ^ mask) & ~(mask - 1);
+        size_t mo = b->off[lo], mn = b->off[lo + mask - 1] + b->cnt[lo + mask - 1] - mo;
+        size_t po = b->off[plo], pn = b->off[plo + mask - 1] + b->cnt[plo + mask - 1] - po;
+        int s = gcl_s_send(r, vmap[vrank ^ mask], step, buf + mo * esz, mn * esz, ps, pr);
+        pr = gcl_s_recv(r, vmap[vrank ^ mask], step, buf + po * esz, pn * esz, ps, pr);
+        ps = s;
+    }
+    return pr;
+}
+
+static int copy_in(gcl_request_t *r, const gcl_args_t *a)
+{
+    if (a->send == GCL_IN_PLACE)
+        return -1;
+    size_t bytes = a->count * r->esz;
+    return gcl_s_copy(r, (char *)a->recv + (size_t)r->comm->rank * bytes, a->send, bytes, -1, -1);
+}
+
+static gcl_status_t ag_ring(gcl_request_t *r, const gcl_args_t *a)
+{
+    gcl_blocks_t b;
+    if (gcl_blocks_even(r, &b, a->count * (size_t)r->comm->size, r->comm->size) < 0)
+        return r->err;
+    int nseg = gcl_nseg(r, b.maxcnt), first[256], cp = copy_in(r, a);
+    for (int j = 0; j < nseg; j++)
+        first[j] = cp;
+    gcl_ring_ag_phase(r, a->recv, &b, 0, first, NULL, nseg);
+    return r->err;
+}
+
+static gcl_status_t ag_recursive_doubling(gcl_request_t *r, const gcl_args_t *a)
+{
+    int p = r->comm->size;
+    gcl_blocks_t b;
+    int *vmap = gcl_req_alloc(r, (size_t)p * sizeof(int));
+    if (vmap == NULL || gcl_blocks_even(r, &b, a->count * (size_t)p, p) < 0)
+        return r->err;
+    for (int i = 0; i < p; i++)
+        vmap[i] = i;
+    gcl_rd_ag_phase(r, a->recv, &b, r->comm->rank, p, vmap, 0, copy_in(r, a));
+    return r->err;
+}
+
+static gcl_status_t ag_bruck(gcl_request_t *r, const gcl_args_t *a)
+{
+    int p = r->comm->size, me = r->comm->rank;
+    size_t bytes = a->count * r->esz;
+    char *tmp = gcl_req_alloc(r, (size_t)p * bytes), *out = a->recv;
+    if (tmp == NULL)
+        return r->err;
+    const void *in = a->send == GCL_IN_PLACE ? out + (size_t)me * bytes : a->send;
+    int pr = gcl_s_copy(r, tmp, in, bytes, -1, -1), last_send = -1;
+    unsigned step = 0;
+    for (int dist = 1; dist < p; dist *= 2, step++) {
+        int n = dist < p - dist ? dist : p - dist;
+        int s = gcl_s_send(r, (me - dist + p) % p, step, tmp, (size_t)n * bytes, pr, -1);
+        pr = gcl_s_recv(r, (me + dist) % p, step, tmp + (size_t)dist * bytes, (size_t)n * bytes, pr, -1);
+        last_send = s;
+    }
+    /* recv[(me + i) % p] = tmp[i] (in place: out's block me is read by the first copy only) */
+    gcl_s_copy(r, out + (size_t)me * bytes, tmp, (size_t)(p - me) * bytes, pr, last_send);
+    gcl_s_copy(r, out, tmp + (size_t)(p - me) * bytes, (size_t)me * bytes, pr, last_send);
+    return r->err;
+}
+
+gcl_status_t gcl_allgather_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
+{
+    switch (alg) {
+    case GCL_ALG_RECURSIVE_DOUBLING: return ag_recursive_doubling(r, a);
+    case GCL_ALG_BRUCK:              return ag_bruck(r, a);
+    default:                         r->algo = "ring"; return ag_ring(r, a);
+    }
+}
+
+gcl_status_t gcl_allgather(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm)
+{
+    gcl_args_t a = {GCL_COLL_ALLGATHER, send, recv, count, dtype, GCL_SUM, 0};
+    return gcl_coll_blocking(comm, &a);
+}
+
+gcl_status_t gcl_iallgather(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm,
+                            gcl_request_t **req)
+{
+    gcl_args_t a = {GCL_COLL_ALLGATHER, send, recv, count, dtype, GCL_SUM, 0};
+    if (req == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_iallgather: NULL request");
+    return gcl_coll_start(comm, &a, 0, req);
+}

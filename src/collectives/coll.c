@@ -1,0 +1,188 @@
+/* The front end of every collective: argument checks, the GCL_DEBUG check,
+ * the algorithm from the decision table, the schedule built by the
+ * collective's builder, the AVG division, the timeout, the log line.
+ * Also the trivial cases (no data, one member) and the shared-memory
+ * "algorithm" (one op handed to src/collectives/shm.c). */
+#include "collectives/gcl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int is_reduction(gcl_coll_t c)
+{
+    return c == GCL_COLL_ALLREDUCE || c == GCL_COLL_REDUCE || c == GCL_COLL_REDUCE_SCATTER;
+}
+
+static int has_root(gcl_coll_t c) { return c == GCL_COLL_REDUCE || c == GCL_COLL_BROADCAST; }
+
+static gcl_status_t check(const gcl_comm_t *c, const gcl_args_t *a)
+{
+    const char *n = gcl_coll_name(a->coll);
+    if (c == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL communicator", n);
+    if (a->coll == GCL_COLL_BARRIER)
+        return GCL_OK;
+    if (gcl_dtype_size(a->dtype) == 0)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: unknown dtype %d", n, (int)a->dtype);
+    if (is_reduction(a->coll) && (a->op < 0 || a->op >= GCL_OP_COUNT))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: unknown op %d", n, (int)a->op);
+    if (has_root(a->coll) && (a->root < 0 || a->root >= c->size))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: root %d not in [0, %d)", n, a->root, c->size);
+    if (a->count == 0)
+        return GCL_OK;
+    int root_only = a->coll == GCL_COLL_REDUCE && c->rank != a->root;
+    if (a->send == NULL || (a->recv == NULL && !root_only))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL buffer", n);
+    if (a->send == GCL_IN_PLACE && (a->coll == GCL_COLL_ALLTOALL || root_only))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: GCL_IN_PLACE is not allowed here%s", n,
+                             root_only ? " (only at the root)" : "");
+    if (a->count > ((size_t)1 << 60) / gcl_dtype_size(a->dtype) / (size_t)c->size)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: count %zu too large", n, a->count);
+    return GCL_OK;
+}
+
+static size_t coll_bytes(const gcl_comm_t *c, const gcl_args_t *a)
+{
+    size_t b = a->count * gcl_dtype_size(a->dtype);
+    if (a->coll == GCL_COLL_REDUCE_SCATTER || a->coll == GCL_COLL_ALLGATHER || a->coll == GCL_COLL_ALLTOALL)
+        b *= (size_t)c->size;
+    return b;
+}
+
+/* one member, or nothing to move */
+static gcl_status_t build_trivial(gcl_request_t *r, const gcl_args_t *a)
+{
+    if (a->count == 0 || a->coll == GCL_COLL_BROADCAST || a->coll == GCL_COLL_BARRIER)
+        return GCL_OK;
+    if (a->send != GCL_IN_PLACE && (a->recv != NULL))
+        gcl_s_copy(r, a->recv, a->send, a->count * r->esz, -1, -1);
+    return r->err;
+}
+
+gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a)
+{
+    gcl_shm_args_t s = {.coll = a->coll, .send = a->send, .recv = a->recv, .count = a->count,
+                        .dtype = a->dtype, .op = r->op, .root = a->root};
+    gcl_s_shm(r, &s, -1, -1);
+    return r->err;
+}
+
+static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
+{
+    if (r->comm->size == 1 || (a->count == 0 && a->coll != GCL_COLL_BARRIER))
+        return build_trivial(r, a);
+    if (alg == GCL_ALG_SHM)
+        return gcl_shm_build(r, a);
+    switch (a->coll) {
+    case GCL_COLL_ALLREDUCE:      return gcl_allreduce_build(r, a, alg);
+    case GCL_COLL_REDUCE:         return gcl_reduce_build(r, a, alg);
+    case GCL_COLL_REDUCE_SCATTER: return gcl_reduce_scatter_build(r, a, alg);
+    case GCL_COLL_ALLGATHER:      return gcl_allgather_build(r, a, alg);
+    case GCL_COLL_BROADCAST:      return gcl_broadcast_build(r, a, alg);
+    case GCL_COLL_ALLTOALL:       return gcl_alltoall_build(r, a, alg);
+    case GCL_COLL_BARRIER:        return gcl_barrier_build(r, a, alg);
+    default:                      return GCL_ERR_INVALID_ARG;
+    }
+}
+
+gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out)
+{
+    gcl_status_t st = check(c, a);
+    if (st != GCL_OK)
+        return st;
+    if (!internal && c->ctx->debug && (st = gcl_debug_check(c, a)) != GCL_OK)
+        return st;
+    size_t bytes = coll_bytes(c, a);
+    gcl_alg_t alg = gcl_decide(c, a->coll, bytes);
+    if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))
+        alg = gcl_decide(c, a->coll, bytes); /* shm_state is now -1: the table again */
+    gcl_request_t *r = gcl_req_new(c, a->coll, gcl_coll_name(a->coll), GCL_SCOPE_COLL, a->dtype, a->op);
+    if (r == NULL)
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", gcl_coll_name(a->coll));
+    r->algo = gcl_alg_name(alg);
+    st = build(r, a, alg);
+    if (st == GCL_OK && r->err)
+        st = r->err;
+    if (st != GCL_OK) {
+        gcl_req_free(r);
+        return st;
+    }
+    if (a->op == GCL_AVG && a->count > 0 && is_reduction(a->coll) &&
+        (a->coll != GCL_COLL_REDUCE || c->rank == a->root)) {
+        r->avg_buf = a->recv;
+        r->avg_count = a->count;
+        r->avg_n = c->size;
+    }
+    if (!internal) {
+        if (c->timeout_s > 0)
+            r->deadline = gcl_now() + c->timeout_s;
+        gcl_log(c, GCL_LOG_INFO, "%s #%u: %zu x %s (%zu B) algorithm %s", r->name, r->seq, a->count,
+                a->coll == GCL_COLL_BARRIER ? "-" : (const char *[]){"f32", "f64", "f16", "bf16", "i8", "u8",
+                                                                     "i32", "i64"}[a->dtype],
+                bytes, r->algo);
+        st = gcl_req_progress(r); /* post the first steps now */
+        if (st != GCL_OK && st != GCL_IN_PROGRESS) {
+            gcl_req_free(r);
+            return st;
+        }
+    }
+    *out = r;
+    return GCL_OK;
+}
+
+gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a)
+{
+    gcl_request_t *r;
+    gcl_status_t st = gcl_coll_start(c, a, 0, &r);
+    return st == GCL_OK ? gcl_wait(&r) : st;
+}
+
+int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n)
+{
+    b->off = gcl_req_alloc(r, 2 * (size_t)n * sizeof(size_t));
+    if (b->off == NULL)
+        return -1;
+    b->cnt = b->off + n;
+    b->n = n;
+    size_t q = count / (size_t)n, rem = count % (size_t)n, o = 0;
+    for (int i = 0; i < n; i++) {
+        b->cnt[i] = q + ((size_t)i < rem);
+        b->off[i] = o;
+        o += b->cnt[i];
+    }
+    b->maxcnt = q + (rem > 0);
+    return 0;
+}
+
+int gcl_nseg(const gcl_request_t *r, size_t maxcnt)
+{
+    size_t bytes = maxcnt * r->esz, seg = r->comm->ctx->seg_bytes;
+    size_t n = (bytes + seg - 1) / seg;
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt)
+{
+    size_t lo = (size_t)j * se, c = b->cnt[i];
+    lo = lo < c ? lo : c;
+    size_t hi = lo + se < c ? lo + se : c;
+    *off = b->off[i] + lo;
+    *cnt = hi - lo;
+}
+
+int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
+{
+    gcl_request_t *ch;
+    if (r->err)
+        return -1;
+    if (sub == NULL) {
+        r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for a sub-communicator", r->name);
+        return -1;
+    }
+    gcl_status_t st = gcl_coll_start(sub, a, 1, &ch);
+    if (st != GCL_OK) {
+        r->err = st;
+        return -1;
+    }
+    return gcl_s_sub(r, ch, dep, -1);
+}

@@ -1,0 +1,161 @@
+/* libgcl's decision table: which algorithm runs a collective, by message
+ * size and group size, kept apart from the algorithms as Open MPI's
+ * coll_tuned_decision_fixed.c is. Switch points follow Open MPI tuned and
+ * UCC (docs: /work/shared/notes/collectives.md): recursive doubling for
+ * small allreduce, Rabenseifner for medium, ring (segmented, pipelined) for
+ * large; k-nomial trees for small broadcast/reduce; the shared-memory path
+ * whenever every member is on one host; hierarchical when the group spans
+ * hosts with several members on a host.
+ *
+ * GCL_<COLL>_ALGO=name forces an algorithm (validated at init: an unknown
+ * name is an error listing the valid ones); a forced algorithm that cannot
+ * run on a communicator (shm across hosts, hierarchical on one host) falls
+ * back to the table, logged at GCL_LOG=info. */
+#include "collectives/gcl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const alg_names[GCL_ALG_COUNT] = {
+    [GCL_ALG_RECURSIVE_DOUBLING] = "recursive_doubling",
+    [GCL_ALG_RABENSEIFNER] = "rabenseifner",
+    [GCL_ALG_RING] = "ring",
+    [GCL_ALG_HIERARCHICAL] = "hierarchical",
+    [GCL_ALG_SHM] = "shm",
+    [GCL_ALG_KNOMIAL] = "knomial",
+    [GCL_ALG_RS_GATHER] = "reduce_scatter_gather",
+    [GCL_ALG_RECURSIVE_HALVING] = "recursive_halving",
+    [GCL_ALG_PAIRWISE] = "pairwise",
+    [GCL_ALG_BRUCK] = "bruck",
+    [GCL_ALG_SCATTER_ALLGATHER] = "scatter_allgather",
+    [GCL_ALG_DISSEMINATION] = "dissemination",
+};
+
+/* the algorithms of each collective, -1 terminated */
+static const int coll_algs[GCL_COLL_COUNT][6] = {
+    [GCL_COLL_ALLREDUCE] = {GCL_ALG_RECURSIVE_DOUBLING, GCL_ALG_RABENSEIFNER, GCL_ALG_RING,
+                            GCL_ALG_HIERARCHICAL, GCL_ALG_SHM, -1},
+    [GCL_COLL_REDUCE] = {GCL_ALG_KNOMIAL, GCL_ALG_RS_GATHER, GCL_ALG_SHM, -1},
+    [GCL_COLL_REDUCE_SCATTER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_HALVING, GCL_ALG_PAIRWISE, GCL_ALG_SHM, -1},
+    [GCL_COLL_ALLGATHER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_DOUBLING, GCL_ALG_BRUCK, GCL_ALG_SHM, -1},
+    [GCL_COLL_BROADCAST] = {GCL_ALG_KNOMIAL, GCL_ALG_SCATTER_ALLGATHER, GCL_ALG_SHM, -1},
+    [GCL_COLL_ALLTOALL] = {GCL_ALG_PAIRWISE, -1},
+    [GCL_COLL_BARRIER] = {GCL_ALG_DISSEMINATION, GCL_ALG_SHM, -1},
+};
+
+static const char *const coll_names[GCL_COLL_COUNT] = {
+    "allreduce", "reduce", "reduce_scatter", "allgather", "broadcast", "alltoall", "barrier",
+};
+static const char *const env_names[GCL_COLL_COUNT] = {
+    "GCL_ALLREDUCE_ALGO", "GCL_REDUCE_ALGO", "GCL_REDUCE_SCATTER_ALGO", "GCL_ALLGATHER_ALGO",
+    "GCL_BROADCAST_ALGO", "GCL_ALLTOALL_ALGO", "GCL_BARRIER_ALGO",
+};
+
+const char *gcl_alg_name(gcl_alg_t a) { return a >= 0 && a < GCL_ALG_COUNT ? alg_names[a] : "?"; }
+const char *gcl_coll_name(gcl_coll_t c) { return c >= 0 && c < GCL_COLL_COUNT ? coll_names[c] : "?"; }
+
+gcl_status_t gcl_decision_init(gcl_ctx_t *ctx)
+{
+    for (int c = 0; c < GCL_COLL_COUNT; c++) {
+        ctx->forced[c] = -1;
+        const char *v = getenv(env_names[c]);
+        if (v == NULL || *v == '\0' || !strcmp(v, "auto"))
+            continue;
+        for (int k = 0; coll_algs[c][k] >= 0; k++)
+            if (!strcmp(v, alg_names[coll_algs[c][k]]))
+                ctx->forced[c] = coll_algs[c][k];
+        if (ctx->forced[c] >= 0)
+            continue;
+        char valid[256] = "";
+        for (int k = 0; coll_algs[c][k] >= 0; k++) {
+            strcat(valid, k ? ", " : "");
+            strcat(valid, alg_names[coll_algs[c][k]]);
+        }
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "%s=%s: unknown algorithm; valid: auto, %s", env_names[c], v,
+                             valid);
+    }
+    return GCL_OK;
+}
+
+/* shm possible: one host, several members, not known to have failed */
+int gcl_shm_possible(const gcl_comm_t *c)
+{
+    return c->nhosts == 1 && c->size > 1 && c->shm_state >= 0 && getenv("GCL_NO_SHM") == NULL;
+}
+
+static int applicable(const gcl_comm_t *c, gcl_coll_t coll, gcl_alg_t a)
+{
+    switch (a) {
+    case GCL_ALG_SHM:
+        return gcl_shm_possible(c);
+    case GCL_ALG_HIERARCHICAL:
+        return !c->internal && c->nhosts > 1 && c->nhosts < c->size;
+    case GCL_ALG_RECURSIVE_DOUBLING:
+        return coll != GCL_COLL_ALLGATHER || gcl_is_pow2(c->size);
+    case GCL_ALG_RECURSIVE_HALVING:
+        return gcl_is_pow2(c->size);
+    default:
+        return 1;
+    }
+}
+
+/* The fixed table. bytes: the whole array (see gcl_algorithm). */
+static gcl_alg_t table(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
+{
+    int p = c->size, shm = gcl_shm_possible(c), pow2 = gcl_is_pow2(p);
+    switch (coll) {
+    case GCL_COLL_ALLREDUCE:
+        if (shm)
+            return GCL_ALG_SHM;
+        if (applicable(c, coll, GCL_ALG_HIERARCHICAL))
+            return GCL_ALG_HIERARCHICAL;
+        if (bytes <= 8192 || p == 2)
+            return bytes <= 8192 ? GCL_ALG_RECURSIVE_DOUBLING : GCL_ALG_RING;
+        return bytes <= (1u << 20) ? GCL_ALG_RABENSEIFNER : GCL_ALG_RING;
+    case GCL_COLL_REDUCE:
+        if (shm)
+            return GCL_ALG_SHM;
+        return bytes <= (512u << 10) || p == 2 ? GCL_ALG_KNOMIAL : GCL_ALG_RS_GATHER;
+    case GCL_COLL_REDUCE_SCATTER:
+        if (shm)
+            return GCL_ALG_SHM;
+        if (bytes <= (64u << 10))
+            return pow2 ? GCL_ALG_RECURSIVE_HALVING : GCL_ALG_PAIRWISE;
+        return GCL_ALG_RING;
+    case GCL_COLL_ALLGATHER:
+        if (shm)
+            return GCL_ALG_SHM;
+        if (bytes <= (64u << 10))
+            return pow2 ? GCL_ALG_RECURSIVE_DOUBLING : GCL_ALG_BRUCK;
+        return GCL_ALG_RING;
+    case GCL_COLL_BROADCAST:
+        if (shm)
+            return GCL_ALG_SHM;
+        return bytes <= (256u << 10) || p <= 2 ? GCL_ALG_KNOMIAL : GCL_ALG_SCATTER_ALLGATHER;
+    case GCL_COLL_ALLTOALL:
+        return GCL_ALG_PAIRWISE;
+    case GCL_COLL_BARRIER:
+        return shm ? GCL_ALG_SHM : GCL_ALG_DISSEMINATION;
+    default:
+        return GCL_ALG_RING;
+    }
+}
+
+gcl_alg_t gcl_decide(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
+{
+    int f = c->ctx->forced[coll];
+    if (f >= 0) {
+        if (applicable(c, coll, (gcl_alg_t)f))
+            return (gcl_alg_t)f;
+        gcl_log(c, GCL_LOG_INFO, "%s=%s does not apply here; using the table", env_names[coll],
+                alg_names[f]);
+    }
+    return table(c, coll, bytes);
+}
+
+const char *gcl_algorithm(const gcl_comm_t *comm, gcl_coll_t coll, size_t bytes)
+{
+    if (comm == NULL || coll < 0 || coll >= GCL_COLL_COUNT)
+        return "?";
+    return alg_names[gcl_decide(comm, coll, bytes)];
+}

@@ -1,0 +1,243 @@
+/* libgcl internals: the context (one transport shared by every
+ * communicator), communicators with their host topology, the tag layout, and
+ * the schedule engine that drives every request.
+ *
+ * Tag layout (40 bits, after UCC's ucc_tl_ucp tag: scope | team id | seq |
+ * step; the source rank is added by the transport):
+ *   scope (2) | communicator id (12) | sequence (10) | step (16)
+ * Point-to-point messages use scope GCL_SCOPE_P2P and put the 26-bit user tag
+ * in place of sequence and step. Scopes keep collectives, point-to-point,
+ * GCL_DEBUG checks and internal bootstrap traffic (split, shm setup) apart;
+ * the id keeps communicators apart; the sequence keeps concurrent
+ * non-blocking collectives apart (1024 may be in flight per communicator). */
+#ifndef GCL_INTERNAL_H
+#define GCL_INTERNAL_H
+
+#include "gcl/gcl.h"
+#include "collectives/shm.h"
+#include "common/status.h"
+#include "transport/transport.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum { GCL_SCOPE_COLL = 0, GCL_SCOPE_P2P = 1, GCL_SCOPE_DEBUG = 2, GCL_SCOPE_INTERNAL = 3 };
+#define GCL_ID_BITS 12
+#define GCL_MAX_IDS (1 << GCL_ID_BITS)
+#define GCL_SEQ_BITS 10
+#define GCL_STEP_BITS 16
+#define GCL_P2P_TAG_BITS (GCL_SEQ_BITS + GCL_STEP_BITS)
+#define GCL_TAG(scope, id, seq, step)                                                           \
+    (((uint64_t)(scope) << (GCL_ID_BITS + GCL_SEQ_BITS + GCL_STEP_BITS)) |                      \
+     ((uint64_t)((id) & (GCL_MAX_IDS - 1)) << (GCL_SEQ_BITS + GCL_STEP_BITS)) |                 \
+     ((uint64_t)((seq) & ((1u << GCL_SEQ_BITS) - 1)) << GCL_STEP_BITS) |                         \
+     ((uint64_t)(step) & ((1u << GCL_STEP_BITS) - 1)))
+
+/* Algorithms (names in decision.c). */
+typedef enum {
+    GCL_ALG_RECURSIVE_DOUBLING = 0, GCL_ALG_RABENSEIFNER, GCL_ALG_RING, GCL_ALG_HIERARCHICAL,
+    GCL_ALG_SHM, GCL_ALG_KNOMIAL, GCL_ALG_RS_GATHER, GCL_ALG_RECURSIVE_HALVING,
+    GCL_ALG_PAIRWISE, GCL_ALG_BRUCK, GCL_ALG_SCATTER_ALLGATHER, GCL_ALG_DISSEMINATION,
+    GCL_ALG_COUNT
+} gcl_alg_t;
+
+enum { GCL_LOG_QUIET = 0, GCL_LOG_INFO = 1, GCL_LOG_DEBUG = 2 };
+
+typedef struct gcl_ctx {
+    ipu_transport_t *tp;
+    int rank, size;            /* in the job */
+    int *host_of;              /* world rank -> host index */
+    int nhosts;
+    double timeout_s;
+    int debug, log_level;
+    int forced[GCL_COLL_COUNT];/* gcl_alg_t or -1 */
+    size_t seg_bytes;          /* pipelining segment */
+    uint64_t used_ids[GCL_MAX_IDS / 64];
+} gcl_ctx_t;
+
+struct gcl_comm {
+    gcl_ctx_t *ctx;
+    int rank, size;
+    int *world;                /* comm rank -> world rank */
+    unsigned id, sub_id;       /* tag ids: this comm; its host-local and leader comms */
+    uint32_t seq, dbg_seq, int_seq;
+    double timeout_s;
+    int is_world, internal;
+    /* host topology */
+    int nhosts;                /* hosts spanned */
+    int local_rank, local_size;
+    int *local;                /* comm ranks on my host, in order */
+    int nleaders, leader_rank; /* leader_rank: my rank among leaders, -1 if not a leader */
+    int *leaders;              /* comm rank of each host's first member */
+    gcl_comm_t *local_comm, *leader_comm; /* internal, made on first use */
+    gcl_shm_t *shm;
+    int shm_state;             /* 0 untried, 1 open, -1 unavailable */
+};
+
+/* ---------------------------------------------------------- schedules */
+
+typedef enum { GOP_SEND, GOP_RECV, GOP_REDUCE, GOP_COPY, GOP_SUB, GOP_SHM } gcl_op_kind_t;
+
+typedef struct gcl_shm_args {
+    gcl_coll_t coll;
+    const void *send;
+    void *recv;
+    size_t count;
+    gcl_dtype_t dtype;
+    gcl_op_t op;
+    int root;
+} gcl_shm_args_t;
+
+#define GCL_MAX_DEPS 4
+typedef struct gcl_sop {
+    uint8_t kind, state;       /* state: 0 waiting, 1 active, 2 done */
+    int peer;                  /* comm rank */
+    uint64_t tag;
+    void *dst;
+    const void *a, *b;
+    size_t n;                  /* bytes (send/recv/copy), elements (reduce) */
+    ipu_treq_t *treq;
+    gcl_request_t *sub;
+    gcl_shm_op_t *shm_op;
+    gcl_shm_args_t *shm;
+    int ndeps, deps[GCL_MAX_DEPS];
+    int nwait, succ_off, nsucc;
+} gcl_sop_t;
+
+typedef struct gcl_alloc { struct gcl_alloc *next; } gcl_alloc_t;
+
+struct gcl_request {
+    gcl_comm_t *comm;
+    gcl_coll_t coll;           /* GCL_COLL_COUNT for point-to-point */
+    const char *name;          /* "allreduce", "send", ... */
+    const char *algo;
+    int scope;
+    uint32_t seq;
+    gcl_dtype_t dtype;
+    gcl_op_t op;               /* reduction op (SUM for AVG) */
+    size_t esz;
+    gcl_sop_t *ops;
+    int nops, cap;
+    int *succ, *ready_comm, *ready_local, *active;
+    int nready_comm, nready_local, nactive, ndone;
+    int started, err;          /* err: a build error (status) */
+    double deadline;
+    void *avg_buf;             /* AVG: divide avg_count elements by avg_n at the end */
+    size_t avg_count;
+    int avg_n;
+    gcl_alloc_t *allocs;
+    int is_child;
+};
+
+/* Thread-local error message of libgcl; returns st. */
+gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Translate a transport status; the transport's message is kept. */
+gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what);
+double gcl_now(void);
+void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* requests */
+gcl_request_t *gcl_req_new(gcl_comm_t *c, gcl_coll_t coll, const char *name, int scope, gcl_dtype_t dtype,
+                           gcl_op_t op);
+void gcl_req_free(gcl_request_t *r);
+void *gcl_req_alloc(gcl_request_t *r, size_t bytes);
+/* Add ops; deps < 0 are ignored; each returns the op's index (or -1 after
+ * an allocation failure, recorded in r->err). */
+int gcl_s_send(gcl_request_t *r, int peer, unsigned step, const void *buf, size_t bytes, int d0, int d1);
+int gcl_s_recv(gcl_request_t *r, int peer, unsigned step, void *buf, size_t bytes, int d0, int d1);
+int gcl_s_reduce(gcl_request_t *r, void *dst, const void *a, const void *b, size_t count, int d0, int d1);
+int gcl_s_copy(gcl_request_t *r, void *dst, const void *src, size_t bytes, int d0, int d1);
+int gcl_s_sub(gcl_request_t *r, gcl_request_t *child, int d0, int d1);
+int gcl_s_shm(gcl_request_t *r, const gcl_shm_args_t *a, int d0, int d1);
+void gcl_s_dep(gcl_request_t *r, int op, int dep);
+/* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
+gcl_status_t gcl_req_progress(gcl_request_t *r);
+/* Blocking wait for an internal request (frees it). */
+gcl_status_t gcl_req_wait(gcl_request_t *r);
+
+/* communicators */
+gcl_comm_t *gcl_comm_new(gcl_ctx_t *ctx, int size, const int *world, int my_rank);
+gcl_status_t gcl_comm_topology(gcl_comm_t *c);
+gcl_comm_t *gcl_comm_local(gcl_comm_t *c);   /* host-local members (c itself on one host) */
+gcl_comm_t *gcl_comm_leaders(gcl_comm_t *c); /* NULL if this rank is not a leader */
+/* Open the shm segment of c's host (c must be on one host); collective over
+ * c. 1 if usable, 0 if not (agreed by all members). */
+int gcl_comm_shm(gcl_comm_t *c);
+/* Blocking allgather of len bytes over c in the internal scope. */
+gcl_status_t gcl_comm_allgather_internal(gcl_comm_t *c, int scope, const void *send, void *recv, size_t len);
+
+/* decision */
+gcl_status_t gcl_decision_init(gcl_ctx_t *ctx);
+gcl_alg_t gcl_decide(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes);
+const char *gcl_alg_name(gcl_alg_t a);
+const char *gcl_coll_name(gcl_coll_t c);
+int gcl_shm_possible(const gcl_comm_t *c);
+
+/* collectives */
+typedef struct gcl_args {
+    gcl_coll_t coll;
+    const void *send;
+    void *recv;
+    size_t count;
+    gcl_dtype_t dtype;
+    gcl_op_t op;
+    int root;
+} gcl_args_t;
+/* Validate, check (GCL_DEBUG), choose, build: the front end of every
+ * collective. internal: a child of another request (no check, no log). */
+gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out);
+gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a);
+gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a);
+
+/* builders, one per collective; alg already decided and applicable */
+gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_reduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_reduce_scatter_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_allgather_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_broadcast_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_alltoall_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+gcl_status_t gcl_barrier_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
+
+/* Shared phases (blocks: off[i], cnt[i] elements of block i, size blocks). */
+typedef struct gcl_blocks {
+    size_t *off, *cnt, maxcnt;
+    int n;
+} gcl_blocks_t;
+int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n);
+/* Ring reduce-scatter (reduce_scatter.c): rank r ends with block r reduced,
+ * in out_full + off[r] if out_full, else in final_r (intermediate blocks in
+ * a workspace). in: each rank's full input. red[j] (nseg entries) receive
+ * the final reduce op of each segment of block r; sends[] (nsteps * nseg,
+ * may be NULL) the send ops, for callers that overwrite out_full. Every op
+ * reading in waits for dep0. *nseg_out: segments (in: > 0 to impose). */
+int gcl_ring_rs_phase(gcl_request_t *r, const char *in, char *out_full, char *final_r,
+                      const gcl_blocks_t *b, unsigned step0, int dep0, int *red, int *sends, int *nseg_out);
+/* Ring allgather (allgather.c) of blocks in buf, rank r's block ready after
+ * ops first[j] (per segment j; may be NULL); recv_after[s*nseg+j] (may be
+ * NULL) is a dependency for the receive of step s, segment j. */
+int gcl_ring_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, unsigned step0,
+                      const int *first, const int *recv_after, int nseg);
+/* Recursive halving reduce-scatter among pof2 virtual ranks (vmap[v] =
+ * comm rank) over b (pof2 blocks) in acc: virtual rank v ends with block v
+ * of acc reduced. Recursive doubling allgather, its mirror. Both start after
+ * op dep and return their last op. */
+int gcl_rh_phase(gcl_request_t *r, char *acc, const gcl_blocks_t *b, int vrank, int pof2, const int *vmap,
+                 unsigned step0, int dep);
+int gcl_rd_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, int vrank, int pof2, const int *vmap,
+                    unsigned step0, int dep);
+/* Segment j of block i (nseg segments of se elements): offset, count. */
+void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt);
+/* k-nomial tree (reduce.c): parent (-1 at the root) and children of
+ * virtual rank v (root 0); returns the number of children. */
+int gcl_knomial_tree(int v, int p, int radix, int *parent, int *children);
+int gcl_knomial_radix(size_t bytes);
+/* A child collective on sub (internal) after op dep; returns its op. */
+int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep);
+/* Number of pipelining segments for blocks of up to maxcnt elements. */
+int gcl_nseg(const gcl_request_t *r, size_t maxcnt);
+gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a);
+
+static inline int gcl_is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+static inline int gcl_pof2_below(int n) { int p = 1; while (p * 2 <= n) p *= 2; return p; }
+
+#endif

@@ -1,0 +1,604 @@
+/* libgcl's progress engine: a request is a schedule of ops (send, receive,
+ * local reduce, copy, a child request on a sub-communicator, a shared-memory
+ * op) with dependencies, as UCC's schedules and NCCL's proxy steps: ops
+ * whose dependencies completed are started (communication first, so
+ * transfers are in flight while the local reductions run), active ones are
+ * tested. Segmented algorithms thus pipeline: the reduction of segment j
+ * overlaps the transfer of segment j+1. Also gcl_test/gcl_wait/gcl_wait_all
+ * and point-to-point send/recv. */
+#include "collectives/gcl_internal.h"
+#include "collectives/reduce_local.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+gcl_request_t *gcl_req_new(gcl_comm_t *c, gcl_coll_t coll, const char *name, int scope, gcl_dtype_t dtype,
+                           gcl_op_t op)
+{
+    gcl_request_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->comm = c;
+    r->coll = coll;
+    r->name = name;
+    r->algo = "";
+    r->scope = scope;
+    r->seq = scope == GCL_SCOPE_DEBUG ? c->dbg_seq++ : scope == GCL_SCOPE_INTERNAL ? c->int_seq++
+                                                                                   : c->seq++;
+    r->dtype = dtype;
+    r->op = op == GCL_AVG ? GCL_SUM : op;
+    r->esz = gcl_dtype_size(dtype);
+    return r;
+}
+
+void *gcl_req_alloc(gcl_request_t *r, size_t bytes)
+{
+    gcl_alloc_t *a = malloc(sizeof(gcl_alloc_t) + 64 + bytes);
+    if (a == NULL) {
+        r->err = GCL_ERR_NO_MEMORY;
+        gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for %zu bytes of scratch", r->name, bytes);
+        return NULL;
+    }
+    a->next = r->allocs;
+    r->allocs = a;
+    return (char *)a + 64; /* aligned for any dtype and vector loads */
+}
+
+static void cancel_active(gcl_request_t *r)
+{
+    for (int i = 0; i < r->nops; i++) {
+        gcl_sop_t *o = &r->ops[i];
+        if (o->state != 1)
+            continue;
+        if (o->treq)
+            ipu_transport_cancel(r->comm->ctx->tp, o->treq);
+        o->treq = NULL;
+        if (o->shm_op)
+            gcl_shm_cancel(o->shm_op);
+        o->shm_op = NULL;
+    }
+}
+
+void gcl_req_free(gcl_request_t *r)
+{
+    if (r == NULL)
+        return;
+    cancel_active(r);
+    for (int i = 0; i < r->nops; i++) {
+        gcl_req_free(r->ops[i].sub);
+        free(r->ops[i].shm);
+    }
+    while (r->allocs) {
+        gcl_alloc_t *n = r->allocs->next;
+        free(r->allocs);
+        r->allocs = n;
+    }
+    free(r->ops);
+    free(r->succ);
+    free(r->ready_comm);
+    free(r->ready_local);
+    free(r->active);
+    free(r);
+}
+
+static int add(gcl_request_t *r, gcl_op_kind_t kind, int d0, int d1)
+{
+    if (r->err)
+        return -1;
+    if (r->nops == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 32;
+        gcl_sop_t *ops = realloc(r->ops, (size_t)cap * sizeof(*ops));
+        if (ops == NULL) {
+            r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for the schedule", r->name);
+            return -1;
+        }
+        r->ops = ops;
+        r->cap = cap;
+    }
+    int i = r->nops++;
+    gcl_sop_t *o = &r->ops[i];
+    memset(o, 0, sizeof(*o));
+    o->kind = (uint8_t)kind;
+    o->peer = -1;
+    gcl_s_dep(r, i, d0);
+    gcl_s_dep(r, i, d1);
+    return i;
+}
+
+void gcl_s_dep(gcl_request_t *r, int op, int dep)
+{
+    if (op < 0 || dep < 0 || r->err)
+        return;
+    gcl_sop_t *o = &r->ops[op];
+    for (int k = 0; k < o->ndeps; k++)
+        if (o->deps[k] == dep)
+            return;
+    if (o->ndeps == GCL_MAX_DEPS) {
+        r->err = gcl_set_error(GCL_ERR_UNSUPPORTED, "gcl_%s: internal: too many dependencies", r->name);
+        return;
+    }
+    o->deps[o->ndeps++] = dep;
+}
+
+static int comm_op(gcl_request_t *r, gcl_op_kind_t kind, int peer, unsigned step, const void *buf,
+                   size_t bytes, int d0, int d1)
+{
+    int i = add(r, kind, d0, d1);
+    if (i < 0)
+        return i;
+    gcl_sop_t *o = &r->ops[i];
+    o->peer = peer;
+    o->tag = GCL_TAG(r->scope, r->comm->id, r->seq, step);
+    o->dst = (void *)buf;
+    o->n = bytes;
+    return i;
+}
+
+int gcl_s_send(gcl_request_t *r, int peer, unsigned step, const void *buf, size_t bytes, int d0, int d1)
+{
+    return comm_op(r, GOP_SEND, peer, step, buf, bytes, d0, d1);
+}
+
+int gcl_s_recv(gcl_request_t *r, int peer, unsigned step, void *buf, size_t bytes, int d0, int d1)
+{
+    return comm_op(r, GOP_RECV, peer, step, buf, bytes, d0, d1);
+}
+
+int gcl_s_reduce(gcl_request_t *r, void *dst, const void *a, const void *b, size_t count, int d0, int d1)
+{
+    int i = add(r, GOP_REDUCE, d0, d1);
+    if (i >= 0) {
+        r->ops[i].dst = dst;
+        r->ops[i].a = a;
+        r->ops[i].b = b;
+        r->ops[i].n = count;
+    }
+    return i;
+}
+
+int gcl_s_copy(gcl_request_t *r, void *dst, const void *src, size_t bytes, int d0, int d1)
+{
+    int i = add(r, GOP_COPY, d0, d1);
+    if (i >= 0) {
+        r->ops[i].dst = dst;
+        r->ops[i].a = src;
+        r->ops[i].n = bytes;
+    }
+    return i;
+}
+
+int gcl_s_sub(gcl_request_t *r, gcl_request_t *child, int d0, int d1)
+{
+    int i = add(r, GOP_SUB, d0, d1);
+    if (i < 0) {
+        gcl_req_free(child);
+        return i;
+    }
+    child->is_child = 1;
+    r->ops[i].sub = child;
+    return i;
+}
+
+int gcl_s_shm(gcl_request_t *r, const gcl_shm_args_t *a, int d0, int d1)
+{
+    int i = add(r, GOP_SHM, d0, d1);
+    if (i < 0)
+        return i;
+    r->ops[i].shm = malloc(sizeof(*a));
+    if (r->ops[i].shm == NULL) {
+        r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", r->name);
+        return -1;
+    }
+    *r->ops[i].shm = *a;
+    return i;
+}
+
+/* ------------------------------------------------------------ engine */
+
+static int is_comm(const gcl_sop_t *o)
+{
+    return o->kind == GOP_SEND || o->kind == GOP_RECV || o->kind == GOP_SUB || o->kind == GOP_SHM;
+}
+
+static void make_ready(gcl_request_t *r, int i)
+{
+    if (is_comm(&r->ops[i]))
+        r->ready_comm[r->nready_comm++] = i;
+    else
+        r->ready_local[r->nready_local++] = i;
+}
+
+static gcl_status_t start(gcl_request_t *r)
+{
+    int n = r->nops;
+    r->succ = malloc(((size_t)n * GCL_MAX_DEPS + 1) * sizeof(int));
+    r->ready_comm = malloc(((size_t)n + 1) * sizeof(int));
+    r->ready_local = malloc(((size_t)n + 1) * sizeof(int));
+    r->active = malloc(((size_t)n + 1) * sizeof(int));
+    if (!r->succ || !r->ready_comm || !r->ready_local || !r->active)
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory starting", r->name);
+    /* successor lists (CSR) */
+    for (int i = 0; i < n; i++)
+        r->ops[i].nsucc = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < r->ops[i].ndeps; k++)
+            r->ops[r->ops[i].deps[k]].nsucc++;
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+        r->ops[i].succ_off = off;
+        off += r->ops[i].nsucc;
+        r->ops[i].nsucc = 0;
+        r->ops[i].nwait = r->ops[i].ndeps;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < r->ops[i].ndeps; k++) {
+            gcl_sop_t *d = &r->ops[r->ops[i].deps[k]];
+            r->succ[d->succ_off + d->nsucc++] = i;
+        }
+    /* ready in reverse so the stacks pop in program order */
+    for (int i = n - 1; i >= 0; i--)
+        if (r->ops[i].nwait == 0)
+            make_ready(r, i);
+    r->started = 1;
+    return GCL_OK;
+}
+
+static void complete(gcl_request_t *r, int i)
+{
+    gcl_sop_t *o = &r->ops[i];
+    o->state = 2;
+    r->ndone++;
+    for (int k = o->nsucc - 1; k >= 0; k--) {
+        int s = r->succ[o->succ_off + k];
+        if (--r->ops[s].nwait == 0)
+            make_ready(r, s);
+    }
+}
+
+static gcl_status_t post(gcl_request_t *r, int i)
+{
+    gcl_sop_t *o = &r->ops[i];
+    gcl_comm_t *c = r->comm;
+    ipu_status_t st = IPU_OK;
+    o->state = 1;
+    switch (o->kind) {
+    case GOP_SEND:
+        st = ipu_transport_isend(c->ctx->tp, c->world[o->peer], o->tag, o->dst, o->n, &o->treq);
+        break;
+    case GOP_RECV:
+        st = ipu_transport_irecv(c->ctx->tp, c->world[o->peer], o->tag, o->dst, o->n, &o->treq);
+        break;
+    case GOP_SUB:
+        o->sub->deadline = r->deadline;
+        break;
+    case GOP_SHM: {
+        gcl_shm_args_t *a = o->shm;
+        gcl_shm_t *shm = c->shm;
+        gcl_status_t gs = GCL_ERR_INVALID_ARG;
+        switch (a->coll) {
+        case GCL_COLL_ALLREDUCE:
+            gs = gcl_shm_allreduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, &o->shm_op);
+            break;
+        case GCL_COLL_REDUCE:
+            gs = gcl_shm_reduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, a->root, &o->shm_op);
+            break;
+        case GCL_COLL_REDUCE_SCATTER:
+            gs = gcl_shm_reduce_scatter_start(shm, a->send, a->recv, a->count, a->dtype, a->op, &o->shm_op);
+            break;
+        case GCL_COLL_ALLGATHER:
+            gs = gcl_shm_allgather_start(shm, a->send, a->recv, a->count, a->dtype, &o->shm_op);
+            break;
+        case GCL_COLL_BROADCAST:
+            gs = gcl_shm_broadcast_start(shm, a->recv, a->count, a->dtype, a->root, &o->shm_op);
+            break;
+        case GCL_COLL_BARRIER:
+            gs = gcl_shm_barrier_start(shm, &o->shm_op);
+            break;
+        default:
+            break;
+        }
+        if (gs != GCL_OK) {
+            o->state = 2;
+            return gs;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (st != IPU_OK) {
+        o->state = 2;
+        o->treq = NULL;
+        return gcl_from_ipu(st, r->name);
+    }
+    r->active[r->nactive++] = i;
+    return GCL_OK;
+}
+
+/* 1 if op i is done; an error status if it failed */
+static gcl_status_t test_op(gcl_request_t *r, int i, int *done)
+{
+    gcl_sop_t *o = &r->ops[i];
+    *done = 0;
+    if (o->kind == GOP_SEND || o->kind == GOP_RECV) {
+        ipu_status_t st = ipu_transport_test(r->comm->ctx->tp, o->treq, done);
+        if (st != IPU_OK || *done)
+            o->treq = NULL;
+        if (st != IPU_OK)
+            return gcl_from_ipu(st, r->name);
+        return GCL_OK;
+    }
+    if (o->kind == GOP_SUB) {
+        gcl_status_t st = gcl_req_progress(o->sub);
+        if (st == GCL_IN_PROGRESS)
+            return GCL_OK;
+        gcl_req_free(o->sub);
+        o->sub = NULL;
+        *done = st == GCL_OK;
+        return st;
+    }
+    gcl_status_t st = gcl_shm_progress(o->shm_op);
+    if (st == GCL_IN_PROGRESS)
+        return GCL_OK;
+    o->shm_op = NULL; /* freed by gcl_shm_progress */
+    *done = st == GCL_OK;
+    return st;
+}
+
+static gcl_status_t run_local(gcl_request_t *r, int i)
+{
+    gcl_sop_t *o = &r->ops[i];
+    o->state = 1;
+    if (o->kind == GOP_COPY) {
+        if (o->n && o->dst != o->a)
+            memmove(o->dst, o->a, o->n);
+        return GCL_OK;
+    }
+    if (o->n == 0)
+        return GCL_OK;
+    if (o->dst == o->a)
+        return gcl_reduce_local(o->dst, o->b, o->n, r->dtype, r->op);
+    return gcl_reduce_local3(o->dst, o->a, o->b, o->n, r->dtype, r->op);
+}
+
+static gcl_status_t fail(gcl_request_t *r, gcl_status_t st)
+{
+    cancel_active(r);
+    r->err = st;
+    return st;
+}
+
+gcl_status_t gcl_req_progress(gcl_request_t *r)
+{
+    if (r->err)
+        return r->err;
+    if (!r->started) {
+        gcl_status_t st = start(r);
+        if (st != GCL_OK)
+            return fail(r, st);
+    }
+    for (int iter = 0; iter < 64 && r->ndone < r->nops; iter++) {
+        int moved = 0;
+        while (r->nready_comm) {
+            gcl_status_t st = post(r, r->ready_comm[--r->nready_comm]);
+            if (st != GCL_OK)
+                return fail(r, st);
+            moved = 1;
+        }
+        if (r->nactive)
+            ipu_transport_progress(r->comm->ctx->tp);
+        for (int k = 0; k < r->nactive;) {
+            int i = r->active[k], done;
+            gcl_status_t st = test_op(r, i, &done);
+            if (st != GCL_OK)
+                return fail(r, st);
+            if (done) {
+                r->active[k] = r->active[--r->nactive];
+                complete(r, i);
+                moved = 1;
+            } else {
+                k++;
+            }
+        }
+        if (r->nready_local) {
+            int i = r->ready_local[--r->nready_local];
+            gcl_status_t st = run_local(r, i);
+            if (st != GCL_OK)
+                return fail(r, st);
+            complete(r, i);
+            moved = 1;
+        }
+        if (!moved)
+            break;
+    }
+    if (r->ndone < r->nops)
+        return GCL_IN_PROGRESS;
+    if (r->avg_buf && r->avg_count) {
+        gcl_reduce_finish_avg(r->avg_buf, r->avg_count, r->dtype, r->avg_n);
+        r->avg_buf = NULL;
+    }
+    return GCL_OK;
+}
+
+/* The peer (world rank) an unfinished request waits for, or -1. */
+static int waited_peer(const gcl_request_t *r, const char **what)
+{
+    for (int i = 0; i < r->nactive; i++) {
+        const gcl_sop_t *o = &r->ops[r->active[i]];
+        if (o->kind == GOP_RECV || o->kind == GOP_SEND) {
+            *what = o->kind == GOP_RECV ? "data from" : "sending to";
+            return r->comm->world[o->peer];
+        }
+        if (o->kind == GOP_SUB && o->sub) {
+            int p = waited_peer(o->sub, what);
+            if (p >= 0)
+                return p;
+        }
+    }
+    return -1;
+}
+
+static gcl_status_t timed_out(gcl_request_t *r)
+{
+    const char *what = "";
+    int w = waited_peer(r, &what), p = -1;
+    gcl_comm_t *c = r->comm;
+    for (int i = 0; w >= 0 && i < c->size; i++)
+        if (c->world[i] == w)
+            p = i;
+    double t = c->timeout_s;
+    if (w < 0)
+        gcl_set_error(GCL_ERR_TIMED_OUT, "gcl_%s (%s) on communicator %u (rank %d of %d) timed out after "
+                      "%.3g s waiting for the other members", r->name, r->algo, c->id, c->rank, c->size, t);
+    else
+        gcl_set_error(GCL_ERR_TIMED_OUT, "gcl_%s (%s) on communicator %u (rank %d of %d) timed out after "
+                      "%.3g s waiting for %s rank %d (world rank %d, host %s)", r->name, r->algo, c->id,
+                      c->rank, c->size, t, what, p, w, ipu_transport_host(c->ctx->tp, w));
+    fail(r, GCL_ERR_TIMED_OUT);
+    return GCL_ERR_TIMED_OUT;
+}
+
+static gcl_status_t test_once(gcl_request_t *r)
+{
+    gcl_status_t st = gcl_req_progress(r);
+    if (st == GCL_IN_PROGRESS && r->deadline > 0 && gcl_now() > r->deadline)
+        return timed_out(r);
+    return st;
+}
+
+gcl_status_t gcl_req_wait(gcl_request_t *r)
+{
+    gcl_status_t st;
+    for (unsigned spin = 0; (st = test_once(r)) == GCL_IN_PROGRESS; spin++)
+        if ((spin & 255) == 255)
+            sched_yield();
+    gcl_req_free(r);
+    return st;
+}
+
+gcl_status_t gcl_test(gcl_request_t **req)
+{
+    if (req == NULL || *req == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_test: NULL request");
+    gcl_status_t st = test_once(*req);
+    if (st != GCL_IN_PROGRESS) {
+        gcl_req_free(*req);
+        *req = NULL;
+    }
+    return st;
+}
+
+gcl_status_t gcl_wait(gcl_request_t **req)
+{
+    if (req == NULL || *req == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_wait: NULL request");
+    gcl_status_t st = gcl_req_wait(*req);
+    *req = NULL;
+    return st;
+}
+
+gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
+{
+    if (n < 0 || (n > 0 && reqs == NULL))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_wait_all: bad request array");
+    gcl_status_t first = GCL_OK;
+    int left = n;
+    char msg[512] = "";
+    for (unsigned spin = 0; left > 0; spin++) {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            if (reqs[i] == NULL)
+                continue;
+            gcl_status_t st = test_once(reqs[i]);
+            if (st == GCL_IN_PROGRESS) {
+                left++;
+                continue;
+            }
+            if (st != GCL_OK && first == GCL_OK) {
+                first = st;
+                snprintf(msg, sizeof(msg), "%s", gcl_last_error());
+            }
+            gcl_req_free(reqs[i]);
+            reqs[i] = NULL;
+        }
+        if ((spin & 255) == 255)
+            sched_yield();
+    }
+    if (first != GCL_OK)
+        gcl_set_error(first, "%s", msg);
+    return first;
+}
+
+/* ------------------------------------------------------ point-to-point */
+
+static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag,
+                        gcl_comm_t *comm, gcl_request_t **req)
+{
+    const char *name = is_send ? "send" : "recv";
+    if (comm == NULL || req == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL communicator or request", name);
+    if (gcl_dtype_size(dtype) == 0)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: unknown dtype %d", name, (int)dtype);
+    if (peer < 0 || peer >= comm->size)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: peer %d not in [0, %d)", name, peer, comm->size);
+    if (tag < 0 || (uint64_t)tag >= (UINT64_C(1) << GCL_P2P_TAG_BITS))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: tag %d not in [0, 2^%d)", name, tag,
+                             GCL_P2P_TAG_BITS);
+    if (buf == NULL && count > 0)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL buffer", name);
+    gcl_request_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", name);
+    r->comm = comm;
+    r->coll = GCL_COLL_COUNT;
+    r->name = name;
+    r->algo = "p2p";
+    r->scope = GCL_SCOPE_P2P;
+    r->dtype = dtype;
+    r->esz = gcl_dtype_size(dtype);
+    static char dummy;
+    void *b = count ? (void *)buf : &dummy;
+    int i = is_send ? gcl_s_send(r, peer, 0, b, count * r->esz, -1, -1)
+                    : gcl_s_recv(r, peer, 0, b, count * r->esz, -1, -1);
+    if (i < 0) {
+        gcl_req_free(r);
+        return GCL_ERR_NO_MEMORY;
+    }
+    r->ops[i].tag = GCL_TAG(GCL_SCOPE_P2P, comm->id, 0, 0) | (uint64_t)tag;
+    if (comm->timeout_s > 0)
+        r->deadline = gcl_now() + comm->timeout_s;
+    gcl_status_t st = gcl_req_progress(r);
+    if (st != GCL_OK && st != GCL_IN_PROGRESS) {
+        gcl_req_free(r);
+        return st;
+    }
+    *req = r;
+    return GCL_OK;
+}
+
+gcl_status_t gcl_isend(const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm,
+                       gcl_request_t **req)
+{
+    return p2p(1, buf, count, dtype, peer, tag, comm, req);
+}
+
+gcl_status_t gcl_irecv(void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm,
+                       gcl_request_t **req)
+{
+    return p2p(0, buf, count, dtype, peer, tag, comm, req);
+}
+
+gcl_status_t gcl_send(const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm)
+{
+    gcl_request_t *r;
+    gcl_status_t st = gcl_isend(buf, count, dtype, peer, tag, comm, &r);
+    return st == GCL_OK ? gcl_wait(&r) : st;
+}
+
+gcl_status_t gcl_recv(void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm)
+{
+    gcl_request_t *r;
+    gcl_status_t st = gcl_irecv(buf, count, dtype, peer, tag, comm, &r);
+    return st == GCL_OK ? gcl_wait(&r) : st;
+}

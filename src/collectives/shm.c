@@ -1,0 +1,917 @@
+/* libgcl's shared-memory path (shm.h).
+ *
+ * Segment layout (one POSIX shm object per communicator, page aligned):
+ *   header line | per member: "in" line, "red" line (128 B apart, so no two
+ *   members' flags share a line or an adjacent-line prefetch pair) |
+ *   per member: NBUF (3) staging buffers of slot_bytes each.
+ * An "in" line holds the member's in counter and NBUF inline areas of 16
+ * bytes, so a message of up to 16 bytes travels in the line its flag is in
+ * (one cache-line transfer per peer).
+ *
+ * Every operation consumes a range of global segment numbers g (1, 2, ...),
+ * the same on every member because all start the same ops in the same order
+ * with the same arguments; segment g uses buffer g % 3 of each member. Two
+ * monotonic counters per member, each written only by that member with
+ * release stores and read with acquire loads:
+ *   in  = g: the member's data for segment g is in its buffer g % 3, and it
+ *            has finished reading every other member's buffers for all
+ *            segments <= g - 2;
+ *   red = g: the member's reduced chunk of segment g is in its buffer.
+ * A member writes its buffer for segment g only once every member has
+ * in >= g - 1 (then nobody still reads segment g - 3, the buffer's previous
+ * use). These two rules are all the flow control there is: no "done" flags,
+ * no resets, and the copy-in of segment g + 1 overlaps the reduction of g.
+ *
+ * Algorithms (the caller's buffers are private; everything crosses the
+ * staging buffers):
+ *   allreduce, small (<= oneshot_max bytes): every member copies its input
+ *     into its buffer and publishes; every member reduces all buffers in rank
+ *     order (bit-identical results everywhere). One flag wait.
+ *   allreduce / reduce, large: segments of n chunks; member j copies the
+ *     chunks it does not own into its buffer, reduces chunk j over all
+ *     members (its own part straight from its input) into the hole of its
+ *     own buffer and its output, then copies the other reduced chunks out
+ *     (reduce: only the root). Per member: about 2.5 bytes of memory traffic
+ *     per byte for n = 2, the physical limit (notes/collectives.md).
+ *   reduce_scatter: the same without the copy-out (result straight to recv).
+ *   allgather: each member stages its piece, all copy every piece out.
+ *   broadcast: the root stages, the others copy out (root runs 2 ahead).
+ *   barrier: publish, wait for everyone.
+ * Waiting never spins here: a step whose flag is not ready returns
+ * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
+#include "collectives/shm.h"
+
+#include "collectives/reduce_local.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LINE 128
+#define NBUF 3
+#define INL_BYTES 16
+#define SHM_MAGIC 0x67636c73686d3031ull /* "gclshm01" */
+#define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
+#define ONESHOT_MAX_DEFAULT (16 * 1024)
+
+typedef struct {
+    _Atomic uint64_t in;
+    unsigned char inl[NBUF][INL_BYTES];
+} in_line_t;
+
+typedef struct {
+    uint64_t magic;
+    uint64_t bytes;
+    uint64_t slot;
+    int32_t size;
+} header_t;
+
+enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER };
+
+struct gcl_shm_op {
+    gcl_shm_t *shm;
+    gcl_shm_op_t *next;
+    int kind, root, oneshot, inl, done;
+    gcl_status_t status;
+    const char *in;   /* this member's input */
+    char *out;        /* this member's output (NULL: none) */
+    size_t count, es; /* elements, element size */
+    gcl_dtype_t dt;
+    gcl_op_t op;
+    uint64_t g0;      /* first global segment */
+    size_t nseg, seg; /* segments; elements per segment (pieces for RS) */
+    size_t k_in, k_red, k_out; /* next segment to copy in / reduce / copy out */
+    int sub;          /* copy-out: members done within segment k_out */
+};
+
+struct gcl_shm {
+    int rank, size;
+    size_t slot, bytes, oneshot_max;
+    char *base;
+    char *data;
+    uint64_t next_g;              /* next free global segment number */
+    uint64_t *seen_in, *seen_red; /* last values read from the peers */
+    const char **srcs;            /* size entries: reduction sources */
+    gcl_shm_op_t *head, *tail, *free_ops;
+    int broken;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static gcl_status_t fail(gcl_status_t gst, ipu_status_t ist, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static gcl_status_t fail(gcl_status_t gst, ipu_status_t ist, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ipu_error(ist, "%s", msg);
+    return gst;
+}
+
+static inline in_line_t *in_line(const gcl_shm_t *s, int j)
+{
+    return (in_line_t *)(void *)(s->base + LINE + (size_t)j * 2 * LINE);
+}
+static inline _Atomic uint64_t *red_ctr(const gcl_shm_t *s, int j)
+{
+    return (_Atomic uint64_t *)(void *)(s->base + LINE + (size_t)j * 2 * LINE + LINE);
+}
+static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
+{
+    if (inl)
+        return (char *)in_line(s, j)->inl[g % NBUF];
+    return s->data + ((size_t)j * NBUF + g % NBUF) * s->slot;
+}
+static inline void publish_in(gcl_shm_t *s, uint64_t g)
+{
+    atomic_store_explicit(&in_line(s, s->rank)->in, g, memory_order_release);
+}
+static inline void publish_red(gcl_shm_t *s, uint64_t g)
+{
+    atomic_store_explicit(red_ctr(s, s->rank), g, memory_order_release);
+}
+static inline int in_ready(gcl_shm_t *s, int j, uint64_t g)
+{
+    if (s->seen_in[j] >= g)
+        return 1;
+    s->seen_in[j] = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
+    return s->seen_in[j] >= g;
+}
+static inline int red_ready(gcl_shm_t *s, int j, uint64_t g)
+{
+    if (s->seen_red[j] >= g)
+        return 1;
+    s->seen_red[j] = atomic_load_explicit(red_ctr(s, j), memory_order_acquire);
+    return s->seen_red[j] >= g;
+}
+static int all_in(gcl_shm_t *s, uint64_t g)
+{
+    for (int j = 0; j < s->size; j++)
+        if (j != s->rank && !in_ready(s, j, g))
+            return 0;
+    return 1;
+}
+/* May this member overwrite its buffer for segment g? */
+static inline int can_write(gcl_shm_t *s, uint64_t g) { return all_in(s, g - 1); }
+
+static size_t esize(gcl_dtype_t dt)
+{
+    static const unsigned char sz[GCL_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 8};
+    return (unsigned)dt < GCL_DTYPE_COUNT ? sz[dt] : 0;
+}
+
+static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+/* Reduce n sources (src[j], rank order) of m elements into dst (which may
+ * equal src[0] only), through L1-sized blocks; AVG divides at the end. */
+static void reduce_sources(const gcl_shm_op_t *o, char *dst, const char *const *src, int n,
+                           size_t m, char *copy_to)
+{
+    size_t blk = SUB_BYTES / o->es;
+    for (size_t i = 0; i < m; i += blk) {
+        size_t k = min_sz(blk, m - i), off = i * o->es;
+        if (n == 1)
+            memmove(dst + off, src[0] + off, k * o->es);
+        else
+            gcl_reduce_local3(dst + off, src[0] + off, src[1] + off, k, o->dt, o->op);
+        for (int j = 2; j < n; j++)
+            gcl_reduce_local(dst + off, src[j] + off, k, o->dt, o->op);
+        if (o->op == GCL_AVG)
+            gcl_reduce_finish_avg(dst + off, k, o->dt, n);
+        if (copy_to)
+            memcpy(copy_to + off, dst + off, k * o->es);
+    }
+}
+
+/* ---------------------------------------------------- allreduce / reduce */
+
+/* Chunk c of segment k (allreduce / reduce streaming): element range
+ * [*lo, *hi) relative to the segment start; *stride = chunk stride. */
+static void ar_chunk(const gcl_shm_op_t *o, size_t k, int c, size_t *lo, size_t *hi,
+                     size_t *stride)
+{
+    int n = o->shm->size;
+    size_t len = min_sz(o->seg, o->count - k * o->seg);
+    size_t le = o->es >= 64 ? 1 : 64 / o->es;
+    size_t C = round_up((len + (size_t)n - 1) / (size_t)n, le);
+    *stride = C;
+    *lo = min_sz((size_t)c * C, len);
+    *hi = min_sz((size_t)(c + 1) * C, len);
+}
+
+static int ar_oneshot(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    uint64_t g = o->g0;
+    size_t bytes = o->count * o->es;
+    if (o->k_in == 0) {
+        if (!can_write(s, g))
+            return 0;
+        memcpy(buf(s, s->rank, g, o->inl), o->in, bytes);
+        publish_in(s, g);
+        o->k_in = 1;
+    }
+    if (o->kind == K_REDUCE && s->rank != o->root)
+        return 1;
+    if (!all_in(s, g))
+        return 0;
+    const char *src[2] = {buf(s, 0, g, o->inl), buf(s, 1, g, o->inl)};
+    gcl_reduce_local3(o->out, src[0], src[1], o->count, o->dt, o->op);
+    for (int j = 2; j < s->size; j++)
+        gcl_reduce_local(o->out, buf(s, j, g, o->inl), o->count, o->dt, o->op);
+    if (o->op == GCL_AVG)
+        gcl_reduce_finish_avg(o->out, o->count, o->dt, s->size);
+    return 1;
+}
+
+static void ar_copyin(gcl_shm_op_t *o, size_t k)
+{
+    gcl_shm_t *s = o->shm;
+    size_t lo, hi, C, base = k * o->seg, len = min_sz(o->seg, o->count - base);
+    ar_chunk(o, k, s->rank, &lo, &hi, &C);
+    char *b = buf(s, s->rank, o->g0 + k, 0);
+    const char *in = o->in + base * o->es;
+    memcpy(b, in, lo * o->es); /* chunks before mine, then after */
+    memcpy(b + hi * o->es, in + hi * o->es, (len - hi) * o->es);
+}
+
+static void ar_reduce(gcl_shm_op_t *o, size_t k)
+{
+    gcl_shm_t *s = o->shm;
+    uint64_t g = o->g0 + k;
+    size_t lo, hi, C;
+    ar_chunk(o, k, s->rank, &lo, &hi, &C);
+    if (hi == lo)
+        return;
+    const char **sp = s->srcs;
+    size_t off = lo * o->es;
+    for (int j = 0; j < s->size; j++)
+        sp[j] = j == s->rank ? o->in + (k * o->seg) * o->es + off : buf(s, j, g, 0) + off;
+    int want_out = o->kind == K_ALLREDUCE || s->rank == o->root;
+    char *out = want_out ? o->out + (k * o->seg) * o->es + off : NULL;
+    /* in place, the own input may be read after dst's first block: dst is
+     * the staging hole, never the input */
+    reduce_sources(o, buf(s, s->rank, g, 0) + off, sp, s->size, hi - lo, out);
+}
+
+/* Copy out the other members' reduced chunks of segment k (as they become
+ * ready); 1 when all are done. */
+static int ar_copyout(gcl_shm_op_t *o, size_t k)
+{
+    gcl_shm_t *s = o->shm;
+    uint64_t g = o->g0 + k;
+    if (o->kind == K_REDUCE && s->rank != o->root)
+        return 1;
+    for (; o->sub < s->size - 1; o->sub++) {
+        int j = (s->rank + 1 + o->sub) % s->size;
+        if (!red_ready(s, j, g))
+            return 0;
+        size_t lo, hi, C;
+        ar_chunk(o, k, j, &lo, &hi, &C);
+        memcpy(o->out + (k * o->seg + lo) * o->es, buf(s, j, g, 0) + lo * o->es,
+               (hi - lo) * o->es);
+    }
+    o->sub = 0;
+    return 1;
+}
+
+static int ar_step(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    if (o->oneshot)
+        return ar_oneshot(o);
+    for (;;) {
+        if (o->k_in < o->nseg && o->k_in == o->k_red && o->k_out + 1 >= o->k_in &&
+            can_write(s, o->g0 + o->k_in)) {
+            ar_copyin(o, o->k_in);
+            publish_in(s, o->g0 + o->k_in);
+            o->k_in++;
+        } else if (o->k_red < o->k_in && all_in(s, o->g0 + o->k_red)) {
+            ar_reduce(o, o->k_red);
+            publish_red(s, o->g0 + o->k_red);
+            o->k_red++;
+        } else if (o->k_out < o->k_red && ar_copyout(o, o->k_out)) {
+            o->k_out++;
+        } else {
+            break;
+        }
+    }
+    return o->k_out == o->nseg;
+}
+
+/* -------------------------------------------------------- reduce_scatter */
+
+static int rs_step(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    int n = s->size;
+    for (;;) {
+        size_t P = o->seg;
+        if (o->k_in < o->nseg && o->k_in == o->k_red && can_write(s, o->g0 + o->k_in)) {
+            size_t k = o->k_in, len = min_sz(P, o->count - k * P);
+            char *b = buf(s, s->rank, o->g0 + k, o->inl);
+            for (int c = 0; c < n; c++)
+                if (c != s->rank)
+                    memcpy(b + (size_t)c * P * o->es, o->in + ((size_t)c * o->count + k * P) * o->es,
+                           len * o->es);
+            publish_in(s, o->g0 + k);
+            o->k_in++;
+        } else if (o->k_red < o->k_in && all_in(s, o->g0 + o->k_red)) {
+            size_t k = o->k_red, len = min_sz(P, o->count - k * P);
+            const char **sp = s->srcs;
+            for (int j = 0; j < n; j++)
+                sp[j] = j == s->rank
+                            ? o->in + ((size_t)j * o->count + k * P) * o->es
+                            : buf(s, j, o->g0 + k, o->inl) + (size_t)s->rank * P * o->es;
+            /* dst may equal src[0] only (in place, rank 0) */
+            reduce_sources(o, o->out + k * P * o->es, sp, n, len, NULL);
+            o->k_red++;
+        } else {
+            break;
+        }
+    }
+    return o->k_red == o->nseg;
+}
+
+/* ------------------------------------------------------------- allgather */
+
+static int ag_step(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    int n = s->size;
+    size_t E = o->seg;
+    for (;;) {
+        if (o->k_in < o->nseg && o->k_out + 1 >= o->k_in && can_write(s, o->g0 + o->k_in)) {
+            size_t k = o->k_in, len = min_sz(E, o->count - k * E) * o->es;
+            const char *src = o->in + k * E * o->es;
+            memcpy(buf(s, s->rank, o->g0 + k, o->inl), src, len);
+            char *mine = o->out + ((size_t)s->rank * o->count + k * E) * o->es;
+            if (mine != src)
+                memcpy(mine, src, len);
+            publish_in(s, o->g0 + k);
+            o->k_in++;
+            continue;
+        }
+        if (o->k_out < o->k_in) {
+            size_t k = o->k_out, len = min_sz(E, o->count - k * E) * o->es;
+            for (; o->sub < n - 1; o->sub++) {
+                int j = (s->rank + 1 + o->sub) % n;
+                if (!in_ready(s, j, o->g0 + k))
+                    break;
+                memcpy(o->out + ((size_t)j * o->count + k * E) * o->es,
+                       buf(s, j, o->g0 + k, o->inl), len);
+            }
+            if (o->sub == n - 1) {
+                o->sub = 0;
+                o->k_out++;
+                continue;
+            }
+        }
+        break;
+    }
+    return o->k_out == o->nseg;
+}
+
+/* ------------------------------------------------------------- broadcast */
+
+static int bc_step(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    size_t E = o->seg;
+    uint64_t last = o->g0 + o->nseg - 1;
+    if (s->rank == o->root) {
+        while (o->k_in < o->nseg && can_write(s, o->g0 + o->k_in)) {
+            size_t k = o->k_in;
+            memcpy(buf(s, s->rank, o->g0 + k, o->inl), o->out + k * E * o->es,
+                   min_sz(E, o->count - k * E) * o->es);
+            publish_in(s, o->g0 + k);
+            o->k_in++;
+        }
+        return o->k_in == o->nseg;
+    }
+    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 and g0 + 1 */
+        publish_in(s, o->g0 + 1 < last ? o->g0 + 1 : last);
+        o->k_in = 1;
+    }
+    while (o->k_out < o->nseg && in_ready(s, o->root, o->g0 + o->k_out)) {
+        size_t k = o->k_out;
+        memcpy(o->out + k * E * o->es, buf(s, o->root, o->g0 + k, o->inl),
+               min_sz(E, o->count - k * E) * o->es);
+        o->k_out++;
+        /* read everything up to k: may claim k + 2 (never past this op) */
+        uint64_t claim = o->g0 + k + 2;
+        publish_in(s, claim < last ? claim : last);
+    }
+    return o->k_out == o->nseg;
+}
+
+/* --------------------------------------------------------------- barrier */
+
+static int ba_step(gcl_shm_op_t *o)
+{
+    if (o->k_in == 0) {
+        publish_in(o->shm, o->g0);
+        o->k_in = 1;
+    }
+    return all_in(o->shm, o->g0);
+}
+
+static int step(gcl_shm_op_t *o)
+{
+    switch (o->kind) {
+    case K_ALLREDUCE:
+    case K_REDUCE: return ar_step(o);
+    case K_REDUCE_SCATTER: return rs_step(o);
+    case K_ALLGATHER: return ag_step(o);
+    case K_BROADCAST: return bc_step(o);
+    default: return ba_step(o);
+    }
+}
+
+/* ------------------------------------------------------------ op queue */
+
+static void op_release(gcl_shm_op_t *o)
+{
+    gcl_shm_t *s = o->shm;
+    o->next = s->free_ops;
+    s->free_ops = o;
+}
+
+static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_t **out,
+                           gcl_shm_op_t **op)
+{
+    if (out == NULL)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL op pointer", what);
+    *out = NULL;
+    if (s == NULL)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL segment", what);
+    if (s->broken)
+        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                    "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled "
+                    "operation", what);
+    gcl_shm_op_t *o = s->free_ops;
+    if (o != NULL)
+        s->free_ops = o->next;
+    else if ((o = malloc(sizeof(*o))) == NULL)
+        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_%s: out of memory", what);
+    memset(o, 0, sizeof(*o));
+    o->shm = s;
+    o->kind = kind;
+    *op = o;
+    return GCL_OK;
+}
+
+/* Number the op's segments, queue it, and try a first step. */
+static gcl_status_t op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
+{
+    gcl_shm_t *s = o->shm;
+    o->nseg = nseg;
+    o->g0 = s->next_g;
+    s->next_g += nseg;
+    *out = o;
+    if (nseg == 0 && s->head == NULL) { /* nothing to wait for */
+        o->done = 1;
+        return GCL_OK;
+    }
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+    o->next = NULL;
+    return GCL_OK;
+}
+
+static gcl_status_t check_common(gcl_shm_t *s, const char *what, size_t count, gcl_dtype_t dt,
+                                 int op, int root)
+{
+    if ((unsigned)dt >= GCL_DTYPE_COUNT)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: bad dtype %d", what,
+                    (int)dt);
+    if (op >= 0 && (unsigned)op >= GCL_OP_COUNT)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: bad op %d", what, op);
+    if (root < -1 || root >= s->size)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
+                    "gcl_shm_%s: root %d out of range [0, %d)", what, root, s->size);
+    (void)count;
+    return GCL_OK;
+}
+
+#define NULLBUF(p, what)                                                        \
+    fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL %s buffer", what, p)
+
+/* allreduce and reduce */
+static gcl_status_t reduce_start(gcl_shm_t *s, int kind, const char *what, const void *send,
+                                 void *recv, size_t count, gcl_dtype_t dt, gcl_op_t op, int root,
+                                 gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = op_new(s, kind, what, out, &o);
+    if (st != GCL_OK)
+        return st;
+    st = check_common(s, what, count, dt, (int)op, root);
+    int has_out = kind == K_ALLREDUCE || s->rank == root;
+    if (st == GCL_OK && count > 0) {
+        if (send == NULL || (send == GCL_IN_PLACE && !has_out))
+            st = NULLBUF("send", what);
+        else if (has_out && recv == NULL)
+            st = NULLBUF("receive", what);
+    }
+    if (st != GCL_OK) {
+        op_release(o);
+        return st;
+    }
+    o->in = send == GCL_IN_PLACE ? recv : send;
+    o->out = has_out ? recv : NULL;
+    o->count = count;
+    o->dt = dt;
+    o->op = op;
+    o->root = root;
+    o->es = esize(dt);
+    size_t bytes = count * o->es, nseg;
+    if (s->size == 1) { /* local copy, no segments */
+        if (count > 0 && o->out != o->in)
+            memcpy(o->out, o->in, bytes);
+        nseg = 0;
+    } else if (bytes <= s->oneshot_max && bytes <= s->slot) {
+        o->oneshot = 1;
+        o->inl = bytes <= INL_BYTES;
+        nseg = count > 0;
+    } else {
+        size_t le = o->es >= 64 ? 1 : 64 / o->es;
+        size_t C = s->slot / o->es / (size_t)s->size / le * le;
+        o->seg = C * (size_t)s->size;
+        nseg = (count + o->seg - 1) / o->seg;
+    }
+    return op_post(o, nseg, out);
+}
+
+gcl_status_t gcl_shm_allreduce_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                     gcl_dtype_t dtype, gcl_op_t op, gcl_shm_op_t **out)
+{
+    return reduce_start(shm, K_ALLREDUCE, "allreduce", send, recv, count, dtype, op, -1, out);
+}
+
+gcl_status_t gcl_shm_reduce_start(gcl_shm_t *shm, const void *send, void *recv, size_t count,
+                                  gcl_dtype_t dtype, gcl_op_t op, int root, gcl_shm_op_t **out)
+{
+    if (shm != NULL && (root < 0 || root >= shm->size)) {
+        if (out)
+            *out = NULL;
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
+                    "gcl_shm_reduce: root %d out of range [0, %d)", root, shm->size);
+    }
+    return reduce_start(shm, K_REDUCE, "reduce", send, recv, count, dtype, op, root, out);
+}
+
+gcl_status_t gcl_shm_reduce_scatter_start(gcl_shm_t *s, const void *send, void *recv,
+                                          size_t count, gcl_dtype_t dt, gcl_op_t op,
+                                          gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = op_new(s, K_REDUCE_SCATTER, "reduce_scatter", out, &o);
+    if (st != GCL_OK)
+        return st;
+    st = check_common(s, "reduce_scatter", count, dt, (int)op, -1);
+    if (st == GCL_OK && count > 0 && (send == NULL || recv == NULL))
+        st = NULLBUF(send == NULL ? "send" : "receive", "reduce_scatter");
+    if (st != GCL_OK) {
+        op_release(o);
+        return st;
+    }
+    /* in place (as MPI_Reduce_scatter_block): recv holds count * size */
+    o->in = send == GCL_IN_PLACE ? recv : send;
+    o->out = recv;
+    o->count = count;
+    o->dt = dt;
+    o->op = op;
+    o->root = -1;
+    o->es = esize(dt);
+    size_t nseg = 0;
+    if (s->size == 1) {
+        if (count > 0 && o->out != o->in)
+            memcpy(o->out, o->in, count * o->es);
+    } else {
+        size_t le = o->es >= 64 ? 1 : 64 / o->es;
+        size_t P = s->slot / o->es / (size_t)s->size;
+        o->seg = P > le ? P / le * le : P;
+        if (count * (size_t)s->size * o->es <= INL_BYTES) {
+            o->inl = 1;
+            o->seg = count;
+        }
+        nseg = count == 0 ? 0 : (count + o->seg - 1) / o->seg;
+    }
+    return op_post(o, nseg, out);
+}
+
+gcl_status_t gcl_shm_allgather_start(gcl_shm_t *s, const void *send, void *recv, size_t count,
+                                     gcl_dtype_t dt, gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = op_new(s, K_ALLGATHER, "allgather", out, &o);
+    if (st != GCL_OK)
+        return st;
+    st = check_common(s, "allgather", count, dt, -1, -1);
+    if (st == GCL_OK && count > 0 && (send == NULL || recv == NULL))
+        st = NULLBUF(send == NULL ? "send" : "receive", "allgather");
+    if (st != GCL_OK) {
+        op_release(o);
+        return st;
+    }
+    o->es = esize(dt);
+    o->in = send == GCL_IN_PLACE ? (const char *)recv + (size_t)s->rank * count * o->es : send;
+    o->out = recv;
+    o->count = count;
+    o->dt = dt;
+    o->root = -1;
+    size_t nseg = 0;
+    if (s->size == 1) {
+        if (count > 0 && o->out != o->in)
+            memcpy(o->out, o->in, count * o->es);
+    } else {
+        o->inl = count * o->es <= INL_BYTES;
+        o->seg = o->inl ? count : s->slot / o->es;
+        nseg = count == 0 ? 0 : (count + o->seg - 1) / o->seg;
+    }
+    return op_post(o, nseg, out);
+}
+
+gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *s, void *b, size_t count, gcl_dtype_t dt,
+                                     int root, gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = op_new(s, K_BROADCAST, "broadcast", out, &o);
+    if (st != GCL_OK)
+        return st;
+    st = check_common(s, "broadcast", count, dt, -1, root);
+    if (st == GCL_OK && root < 0)
+        st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_broadcast: root %d", root);
+    if (st == GCL_OK && count > 0 && (b == NULL || b == GCL_IN_PLACE))
+        st = NULLBUF("data", "broadcast");
+    if (st != GCL_OK) {
+        op_release(o);
+        return st;
+    }
+    o->es = esize(dt);
+    o->out = b;
+    o->count = count;
+    o->dt = dt;
+    o->root = root;
+    size_t nseg = 0;
+    if (s->size > 1 && count > 0) {
+        o->inl = count * o->es <= INL_BYTES;
+        o->seg = o->inl ? count : s->slot / o->es;
+        nseg = (count + o->seg - 1) / o->seg;
+    }
+    return op_post(o, nseg, out);
+}
+
+gcl_status_t gcl_shm_barrier_start(gcl_shm_t *s, gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = op_new(s, K_BARRIER, "barrier", out, &o);
+    if (st != GCL_OK)
+        return st;
+    return op_post(o, s->size > 1, out);
+}
+
+gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
+{
+    if (op == NULL)
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_progress: NULL op");
+    gcl_shm_t *s = op->shm;
+    while (!op->done) {
+        gcl_shm_op_t *h = s->head;
+        if (s->broken) {
+            op->done = 1;
+            op->status = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                              "gcl_shm: the shared-memory segment was abandoned after a "
+                              "cancelled operation");
+            break;
+        }
+        if (h->nseg > 0 && !step(h))
+            return GCL_IN_PROGRESS;
+        h->done = 1;
+        s->head = h->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+    }
+    /* (a done op is no longer in the queue) */
+    gcl_status_t st = op->status;
+    op_release(op);
+    return st;
+}
+
+void gcl_shm_cancel(gcl_shm_op_t *op)
+{
+    if (op == NULL)
+        return;
+    gcl_shm_t *s = op->shm;
+    if (!op->done) {
+        s->broken = 1;
+        gcl_shm_op_t **pp = &s->head, *prev = NULL;
+        while (*pp && *pp != op) {
+            prev = *pp;
+            pp = &(*pp)->next;
+        }
+        if (*pp == op) {
+            *pp = op->next;
+            if (s->tail == op)
+                s->tail = prev;
+        }
+    }
+    op_release(op);
+}
+
+/* ------------------------------------------------------- open / close */
+
+static unsigned g_counter;
+
+typedef struct {
+    char name[48];
+    uint64_t bytes;
+    int32_t ok;
+    int32_t pad;
+} name_msg_t;
+
+static gcl_status_t attach(gcl_shm_t *s, const char *name, int create, size_t bytes)
+{
+    int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+    if (fd < 0)
+        return fail(errno == EEXIST ? GCL_ERR_TRANSPORT : GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
+                    "gcl_shm_open: shm_open(%s): %s", name, strerror(errno));
+    if (create) {
+        int rc = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
+        if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+            close(fd);
+            shm_unlink(name);
+            return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
+                        "gcl_shm_open: reserving %zu bytes of shared memory (%s): %s", bytes,
+                        name, strerror(rc));
+        }
+    } else {
+        struct stat st;
+        if (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
+            close(fd);
+            return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
+                        "gcl_shm_open: %s holds fewer than the %zu bytes expected", name, bytes);
+        }
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        if (create)
+            shm_unlink(name);
+        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes (%s): %s",
+                    bytes, name, strerror(e));
+    }
+    s->base = p;
+    return GCL_OK;
+}
+
+gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
+                          gcl_shm_allgather_fn allgather, void *arg, gcl_shm_t **out)
+{
+    if (out == NULL || local_size < 1 || local_rank < 0 || local_rank >= local_size ||
+        (local_size > 1 && allgather == NULL))
+        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
+                    "gcl_shm_open: bad arguments (local rank %d of %d, allgather %s)", local_rank,
+                    local_size, allgather ? "set" : "NULL");
+    *out = NULL;
+    gcl_shm_t *s = calloc(1, sizeof(*s));
+    uint64_t *seen = calloc(3 * (size_t)local_size, sizeof(uint64_t));
+    if (s == NULL || seen == NULL) {
+        free(s);
+        free(seen);
+        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
+    }
+    s->rank = local_rank;
+    s->size = local_size;
+    s->seen_in = seen;
+    s->seen_red = seen + local_size;
+    s->srcs = (const char **)(void *)(seen + 2 * local_size);
+    s->next_g = 1;
+    if (slot_bytes == 0)
+        slot_bytes = GCL_SHM_SLOT_BYTES;
+    s->slot = round_up(slot_bytes < (size_t)64 * 2 * local_size ? (size_t)64 * 2 * local_size
+                                                                 : slot_bytes, 4096);
+    const char *env = getenv("GCL_SHM_ONESHOT_MAX");
+    s->oneshot_max = env && *env ? strtoull(env, NULL, 0) : ONESHOT_MAX_DEFAULT;
+    size_t ctl = round_up(LINE + (size_t)local_size * 2 * LINE, 4096);
+    s->bytes = ctl + (size_t)local_size * NBUF * s->slot;
+
+    gcl_status_t st = GCL_OK;
+    if (local_size == 1) {
+        void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes: %s",
+                      s->bytes, strerror(errno));
+        else
+            s->base = p;
+    } else {
+        name_msg_t msg, *all = calloc((size_t)local_size, sizeof(name_msg_t));
+        memset(&msg, 0, sizeof(msg));
+        int ok = 0;
+        if (all == NULL) {
+            st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
+        } else if (local_rank == 0) {
+            for (int tries = 0; tries < 16; tries++) {
+                snprintf(msg.name, sizeof(msg.name), "/gcl-%d-%u", (int)getpid(),
+                         __atomic_fetch_add(&g_counter, 1, __ATOMIC_RELAXED));
+                st = attach(s, msg.name, 1, s->bytes);
+                if (st != GCL_ERR_TRANSPORT) /* EEXIST: a stale name, try the next */
+                    break;
+            }
+            if (st == GCL_OK) {
+                header_t *h = (header_t *)(void *)s->base;
+                h->magic = SHM_MAGIC;
+                h->bytes = s->bytes;
+                h->slot = s->slot;
+                h->size = local_size;
+            }
+            msg.bytes = s->bytes;
+            msg.ok = st == GCL_OK;
+        }
+        /* 1: rank 0 publishes the name (or its failure) */
+        if (all != NULL && allgather(&msg, all, sizeof(msg), arg) != 0)
+            st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
+        else if (all != NULL && local_rank != 0) {
+            if (!all[0].ok)
+                st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
+                          "gcl_shm_open: local rank 0 could not create the segment");
+            else if (all[0].bytes != s->bytes)
+                st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
+                          "gcl_shm_open: segment sizes differ (%zu here, %zu at local rank 0): "
+                          "slot_bytes must agree", s->bytes, (size_t)all[0].bytes);
+            else {
+                all[0].name[sizeof(all[0].name) - 1] = 0;
+                st = attach(s, all[0].name, 0, s->bytes);
+                if (st == GCL_OK && ((header_t *)(void *)s->base)->magic != SHM_MAGIC)
+                    st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                              "gcl_shm_open: %s is not a libgcl segment", all[0].name);
+            }
+        }
+        /* 2: everyone attached (or not): unlink, agree on the outcome */
+        ok = st == GCL_OK;
+        int32_t *oks = all ? (int32_t *)(void *)all : NULL;
+        int32_t mine = ok;
+        if (all != NULL && allgather(&mine, oks, sizeof(mine), arg) != 0) {
+            if (st == GCL_OK)
+                st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
+        } else if (all != NULL && st == GCL_OK) {
+            for (int j = 0; j < local_size; j++)
+                if (!oks[j]) {
+                    st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                              "gcl_shm_open: local rank %d could not attach the segment", j);
+                    break;
+                }
+        }
+        if (local_rank == 0 && msg.ok)
+            shm_unlink(msg.name);
+        free(all);
+    }
+    if (st != GCL_OK) {
+        if (s->base)
+            munmap(s->base, s->bytes);
+        free(seen);
+        free(s);
+        return st;
+    }
+    s->data = s->base + ctl;
+    /* first touch of this member's own buffers here (NUMA placement, and no
+     * page faults inside collectives) */
+    memset(s->data + (size_t)local_rank * NBUF * s->slot, 0, NBUF * s->slot);
+    *out = s;
+    return GCL_OK;
+}
+
+void gcl_shm_close(gcl_shm_t *s)
+{
+    if (s == NULL)
+        return;
+    while (s->free_ops) {
+        gcl_shm_op_t *o = s->free_ops;
+        s->free_ops = o->next;
+        free(o);
+    }
+    /* ops still queued belong to their callers, who must have cancelled or
+     * completed them */
+    if (s->base)
+        munmap(s->base, s->bytes);
+    free(s->seen_in);
+    free(s);
+}

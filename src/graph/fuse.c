@@ -1,0 +1,148 @@
+/* Conv + activation fusion; see fuse.h. The Clip bounds follow Clip-6
+ * (attributes, default -FLT_MAX / FLT_MAX) and Clip-11 (optional constant
+ * float inputs, default -inf / +inf) as the Clip kernel reads them. */
+#include "graph/fuse.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Up to two consumer slots of each value: node indices, -1 for none. */
+typedef struct uses {
+    int node[2];
+    int count; /* input slots reading the value (all of them) */
+} uses_t;
+
+static int is_op(const ipu_node_t *n, const char *type)
+{
+    return !n->folded && n->op && n->domain[0] == '\0' && strcmp(n->op_type, type) == 0;
+}
+
+/* the single use of value v, by a node of the given type, or NULL */
+static ipu_node_t *only_use(ipu_graph_t *g, const uses_t *u, int v)
+{
+    if (v < 0 || u[v].count != 1 || (g->values[v].flags & IPU_VALUE_OUTPUT))
+        return NULL;
+    return &g->nodes[u[v].node[0]];
+}
+
+/* Clip bounds from attributes or constant inputs; 0 when not constant. */
+static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, float *hi)
+{
+    if (c->opset < 11) {
+        *lo = ipu_attr_float(c, "min", -FLT_MAX);
+        *hi = ipu_attr_float(c, "max", FLT_MAX);
+        return 1;
+    }
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    for (int i = 1; i < c->n_inputs && i < 3; i++) {
+        const ipu_value_t *b = ipu_node_input(g, c, i);
+        if (b == NULL)
+            continue;
+        if (b->data == NULL || b->dtype != IPU_DTYPE_FLOAT || ipu_shape_numel(b->rank, b->dims) != 1)
+            return 0;
+        *(i == 1 ? lo : hi) = *(const float *)b->data;
+    }
+    return 1;
+}
+
+/* Re-run infer of node n after its attributes or op changed. */
+static ipu_status_t reinfer(ipu_graph_t *g, ipu_node_t *n)
+{
+    if (n->op->fini)
+        n->op->fini(n);
+    n->state = NULL;
+    return n->op->infer(g, n);
+}
+
+/* Node n becomes Identity(src) with its own output 0. */
+static ipu_status_t to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu_op_t *id, int src)
+{
+    char *t = strdup("Identity");
+    if (t == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory fusing node '%s'", n->name);
+    if (n->op->fini)
+        n->op->fini(n);
+    n->state = NULL;
+    free(n->op_type);
+    n->op_type = t;
+    n->op = id;
+    n->inputs[0] = src;
+    n->n_inputs = 1;
+    return n->op->infer(g, n);
+}
+
+ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
+{
+    int fused = 0;
+    ipu_status_t st = IPU_OK;
+    uses_t *u = calloc((size_t)g->n_values + 1, sizeof(*u));
+    if (u == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (int v = 0; v < g->n_values; v++)
+        u[v].node[0] = u[v].node[1] = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+            int v = g->nodes[i].inputs[k];
+            if (v < 0)
+                continue;
+            if (u[v].count < 2)
+                u[v].node[u[v].count] = i;
+            u[v].count++;
+        }
+    for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) {
+        ipu_node_t *conv = &g->nodes[i];
+        if (!is_op(conv, "Conv") || conv->n_outputs != 1 ||
+            ipu_attr_find(conv, IPU_CONV_ACT_ATTR) != NULL)
+            continue;
+        const int y = conv->outputs[0];
+        if (y < 0 || (g->values[y].flags & IPU_VALUE_OUTPUT) ||
+            g->values[y].dtype != IPU_DTYPE_FLOAT)
+            continue;
+        const ipu_op_t *id = lookup(conv->domain, "Identity", conv->opset);
+        ipu_node_t *act = NULL, *sig = NULL;
+        const char *kind = NULL;
+        float lo = -INFINITY, hi = INFINITY;
+        if ((act = only_use(g, u, y)) != NULL) {
+            if (act->n_outputs != 1 || act->inputs[0] != y)
+                continue;
+            if (is_op(act, "Relu"))
+                kind = "Relu";
+            else if (is_op(act, "Sigmoid"))
+                kind = "Sigmoid";
+            else if (is_op(act, "Clip") && clip_bounds(g, act, &lo, &hi))
+                kind = "Clip";
+        } else if (u[y].count == 2) {
+            /* SiLU: Sigmoid(y) -> s, Mul(y, s) or Mul(s, y) */
+            ipu_node_t *a = &g->nodes[u[y].node[0]], *b = &g->nodes[u[y].node[1]];
+            sig = is_op(a, "Sigmoid") ? a : is_op(b, "Sigmoid") ? b : NULL;
+            act = sig == a ? b : a;
+            if (sig && sig->n_outputs == 1 && sig->inputs[0] == y && is_op(act, "Mul") &&
+                act->n_inputs == 2 && act->n_outputs == 1 &&
+                only_use(g, u, sig->outputs[0]) == act &&
+                ((act->inputs[0] == y && act->inputs[1] == sig->outputs[0]) ||
+                 (act->inputs[1] == y && act->inputs[0] == sig->outputs[0])))
+                kind = "SiLU";
+        }
+        if (kind == NULL || id == NULL)
+            continue;
+        if ((st = ipu_node_add_attr_string(conv, IPU_CONV_ACT_ATTR, kind)) != IPU_OK ||
+            (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MIN, lo)) != IPU_OK ||
+            (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MAX, hi)) != IPU_OK ||
+            (st = reinfer(g, conv)) != IPU_OK)
+            break;
+        /* the activation nodes pass y through; the planner aliases them */
+        if ((st = to_identity(g, act, id, y)) != IPU_OK ||
+            (sig && (st = to_identity(g, sig, id, y)) != IPU_OK))
+            break;
+        fused++;
+    }
+    free(u);
+    if (st == IPU_OK && fused > 0)
+        st = ipu_graph_toposort(g);
+    if (count)
+        *count = fused;
+    return st;
+}

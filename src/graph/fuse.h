@@ -1,0 +1,25 @@
+/* Graph fusion: a Conv whose output feeds only an activation (Relu, Clip
+ * with constant bounds, Sigmoid, or the x * Sigmoid(x) pair of SiLU/Swish)
+ * takes the activation over: the Conv node gets the private attributes
+ * below and writes the activation's output; the activation nodes become
+ * Identity nodes that the buffer planner aliases away (no copy, no run).
+ *
+ * Run after ipu_graph_infer() on every path that executes the graph (the
+ * single-rank session and the pipeline), so both compute the same bits. */
+#ifndef IPU_GRAPH_FUSE_H
+#define IPU_GRAPH_FUSE_H
+
+#include "graph/op.h"
+
+/* STRING attribute: "Relu", "Clip", "Sigmoid" or "SiLU" */
+#define IPU_CONV_ACT_ATTR "ipu.fused_activation"
+/* FLOAT attributes: Clip bounds (default -inf / +inf) */
+#define IPU_CONV_ACT_MIN "ipu.fused_min"
+#define IPU_CONV_ACT_MAX "ipu.fused_max"
+
+/* Fuse in place (see above); node indices do not change. lookup binds the
+ * rewritten nodes to Identity. The fused nodes' ops are re-inferred. Returns
+ * the number of fusions in *count (may be NULL). */
+ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count);
+
+#endif

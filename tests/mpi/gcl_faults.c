@@ -1,0 +1,128 @@
+/* Faults of libgcl's callers, in bounded time:
+ *  - timeout: the last rank never joins; every rank that called gets
+ *    GCL_ERR_TIMED_OUT no sooner than the timeout and within 5 s after it
+ *    (per-communicator timeout: blocking allreduce, non-blocking allgather
+ *    with gcl_wait, non-blocking barrier polled with gcl_test, a recv from
+ *    the silent rank; the default timeout of gcl_init_params: barrier);
+ *  - mismatch (GCL_DEBUG=1): the last rank calls with another count, dtype,
+ *    op, root or collective; every rank gets GCL_ERR_MISMATCH. Calls that
+ *    match still succeed with GCL_DEBUG=1.
+ * Each case runs on a communicator of its own, split off while all ranks
+ * took part. */
+#include "gcl_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void timed(const char *what, gcl_status_t st, double t0, double timeout, gcl_status_t want)
+{
+    double el = now_s() - t0;
+    gexpect(st, want, what);
+    if (want == GCL_ERR_TIMED_OUT)
+        CHECK(el >= 0.9 * timeout, "%s: returned after %.3f s, before the timeout of %.3f s", what, el, timeout);
+    CHECK(el <= timeout + 5, "%s: returned after %.3f s (timeout %.3f s)", what, el, timeout);
+}
+
+void suite_timeout(void)
+{
+    if (size < 2)
+        return;
+    const double T = 0.5, T_INIT = 1.0;
+    enum { N = 1000, SUBS = 4 };
+    int late = rank == size - 1;
+    MPI_Comm mc = MPI_COMM_WORLD;
+    gcl_init_params_t p = {.field_mask = GCL_INIT_FIELD_TIMEOUT, .timeout_s = T_INIT};
+    gcl_comm_t *w = NULL, *s[SUBS] = {NULL};
+    if (!gok(gcl_init_mpi(&mc, &p, &w), "gcl_init_mpi with a timeout"))
+        return;
+    for (int i = 0; i < SUBS; i++) {
+        gok(gcl_comm_split(w, 0, rank, &s[i]), "split");
+        gok(gcl_barrier(s[i]), "barrier on a fresh communicator");
+        gok(gcl_comm_set_timeout(s[i], T), "gcl_comm_set_timeout");
+    }
+    float *x = calloc((size_t)N * (size_t)size, sizeof(float)), *y = calloc((size_t)N * (size_t)size, sizeof(float));
+    if (!late && s[0] && s[1] && s[2] && s[3]) {
+        gcl_request_t *req = NULL;
+        double t0 = now_s();
+        timed("allreduce, blocking, one rank absent", gcl_allreduce(x, y, N, GCL_FLOAT32, GCL_SUM, s[0]), t0, T,
+              GCL_ERR_TIMED_OUT);
+        t0 = now_s();
+        gcl_status_t st = gcl_iallgather(x, y, N, GCL_FLOAT32, s[1], &req);
+        if (st == GCL_OK)
+            st = gcl_wait(&req);
+        timed("iallgather + gcl_wait, one rank absent", st, t0, T, GCL_ERR_TIMED_OUT);
+        CHECK(req == NULL, "gcl_wait after a timeout left the request");
+        t0 = now_s();
+        st = gcl_ibarrier(s[2], &req);
+        while (st == GCL_OK && (st = gcl_test(&req)) == GCL_IN_PROGRESS)
+            ;
+        timed("ibarrier polled with gcl_test, one rank absent", st, t0, T, GCL_ERR_TIMED_OUT);
+        t0 = now_s();
+        timed("recv from a rank that never sends", gcl_recv(y, N, GCL_FLOAT32, size - 1, 5, s[3]), t0, T,
+              GCL_ERR_TIMED_OUT);
+        CHECK(*gcl_last_error() != '\0', "gcl_last_error() empty after a timeout");
+        t0 = now_s();
+        timed("barrier, timeout of gcl_init_params, one rank absent", gcl_barrier(w), t0, T_INIT,
+              GCL_ERR_TIMED_OUT);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < SUBS; i++)
+        gcl_comm_destroy(s[i]);
+    gcl_finalize(w);
+    free(x);
+    free(y);
+}
+
+enum { MM_COUNT, MM_DTYPE, MM_OP, MM_ROOT, MM_COLL, MM_NB_COUNT, MM_RS_COUNT, MM_CASES };
+static const char *const MM_NAME[MM_CASES] = {
+    "allreduce, another count", "allreduce, another dtype", "allreduce, another op",
+    "broadcast, another root", "allreduce vs allgather", "iallreduce + gcl_wait, another count",
+    "reduce_scatter, another count"};
+
+static gcl_status_t mismatch_call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
+{
+    const size_t n = 64;
+    gcl_request_t *req = NULL;
+    gcl_status_t st;
+    switch (c) {
+    case MM_COUNT: return gcl_allreduce(x, y, n + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm);
+    case MM_DTYPE: return gcl_allreduce(x, y, n, odd ? GCL_INT32 : GCL_FLOAT32, GCL_SUM, comm);
+    case MM_OP:    return gcl_allreduce(x, y, n, GCL_FLOAT32, odd ? GCL_MAX : GCL_SUM, comm);
+    case MM_ROOT:  return gcl_broadcast(x, n, GCL_FLOAT32, odd, comm);
+    case MM_COLL:
+        return odd ? gcl_allgather(x, y, n, GCL_FLOAT32, comm) : gcl_allreduce(x, y, n, GCL_FLOAT32, GCL_SUM, comm);
+    case MM_NB_COUNT:
+        st = gcl_iallreduce(x, y, n + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
+        return st == GCL_OK ? gcl_wait(&req) : st;
+    default:       return gcl_reduce_scatter(x, y, n - (size_t)odd, GCL_FLOAT32, GCL_SUM, comm);
+    }
+}
+
+void suite_mismatch(void)
+{
+    if (size < 2)
+        return;
+    /* GCL_DEBUG=1 (set by main before gcl_init_mpi): matching calls pass */
+    test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, 100, 2000, COLL_ALL);
+    test_movement(world, MPI_COMM_WORLD, GCL_INT64, 33, 2001, COLL_ALL);
+    test_barrier(world, MPI_COMM_WORLD);
+    int odd = rank == size - 1;
+    float *x = calloc(128 * (size_t)size, sizeof(float)), *y = calloc(128 * (size_t)size, sizeof(float));
+    for (int c = 0; c < MM_CASES; c++) {
+        gcl_comm_t *comm = NULL;
+        if (!gok(gcl_comm_split(world, 0, rank, &comm), "split"))
+            continue;
+        gok(gcl_comm_set_timeout(comm, 20), "gcl_comm_set_timeout");
+        double t0 = now_s();
+        gcl_status_t st = mismatch_call(c, odd, x, y, comm);
+        timed(MM_NAME[c], st, t0, 0, GCL_ERR_MISMATCH);
+        if (st == GCL_ERR_MISMATCH)
+            CHECK(*gcl_last_error() != '\0', "%s: gcl_last_error() empty", MM_NAME[c]);
+        gcl_comm_destroy(comm);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(x);
+    free(y);
+    /* world is unharmed */
+    test_reductions(world, MPI_COMM_WORLD, GCL_INT32, GCL_SUM, 7, 2002, COLL_ALLREDUCE);
+}

@@ -1,0 +1,311 @@
+/* Reference side of libgcl's multi-rank tests: see gcl_ref.h. */
+#include "gcl_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+    double eps;
+} DT[GCL_DTYPE_COUNT] = {
+    [GCL_FLOAT32] = {"f32", 4, 0x1p-23}, [GCL_FLOAT64] = {"f64", 8, 0x1p-52},
+    [GCL_FLOAT16] = {"f16", 2, 0x1p-10}, [GCL_BFLOAT16] = {"bf16", 2, 0x1p-7},
+    [GCL_INT8] = {"i8", 1, 0},           [GCL_UINT8] = {"u8", 1, 0},
+    [GCL_INT32] = {"i32", 4, 0},         [GCL_INT64] = {"i64", 8, 0},
+};
+
+size_t ref_dsize(gcl_dtype_t dt) { return DT[dt].size; }
+const char *ref_dtype_name(gcl_dtype_t dt) { return DT[dt].name; }
+double ref_eps(gcl_dtype_t dt) { return DT[dt].eps; }
+int ref_is_float(gcl_dtype_t dt) { return dt <= GCL_BFLOAT16; }
+
+const char *ref_op_name(gcl_op_t op)
+{
+    static const char *const names[GCL_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+    return names[op];
+}
+
+/* ------------------------------------------------ float16 / bfloat16 bits */
+
+uint16_t ref_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return sign | 0x7e00;                       /* NaN */
+    if (ax >= 0x47800000u)
+        return sign | 0x7c00;                       /* >= 2^16: infinity */
+    if (ax < 0x38800000u) {                         /* < 2^-14: subnormal half */
+        float v;
+        memcpy(&v, &ax, 4);
+        return sign | (uint16_t)lrintf(v * 0x1p24f); /* exact scaling, rint is RNE */
+    }
+    uint32_t mant = ax & 0x7fffffu;
+    uint32_t h = ((ax >> 23) - 112) << 10 | mant >> 13;
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++;                                        /* carries into the exponent correctly */
+    return sign | (uint16_t)h;
+}
+
+float ref_f16_to_f32(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f;
+    unsigned mant = h & 0x3ffu;
+    float v;
+    if (exp == 0)
+        v = ldexpf((float)mant, -24);
+    else if (exp == 31)
+        v = mant ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(mant | 0x400u), exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+uint16_t ref_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+float ref_bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* --------------------------------------------------------- element access */
+
+long double ref_get(const void *buf, size_t i, gcl_dtype_t dt)
+{
+    switch (dt) {
+    case GCL_FLOAT32:  return ((const float *)buf)[i];
+    case GCL_FLOAT64:  return ((const double *)buf)[i];
+    case GCL_FLOAT16:  return ref_f16_to_f32(((const uint16_t *)buf)[i]);
+    case GCL_BFLOAT16: return ref_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case GCL_INT8:     return ((const int8_t *)buf)[i];
+    case GCL_UINT8:    return ((const uint8_t *)buf)[i];
+    case GCL_INT32:    return ((const int32_t *)buf)[i];
+    case GCL_INT64:    return ((const int64_t *)buf)[i];
+    default:           return 0;
+    }
+}
+
+void ref_set(void *buf, size_t i, gcl_dtype_t dt, long double v)
+{
+    switch (dt) {
+    case GCL_FLOAT32:  ((float *)buf)[i] = (float)v; break;
+    case GCL_FLOAT64:  ((double *)buf)[i] = (double)v; break;
+    case GCL_FLOAT16:  ((uint16_t *)buf)[i] = ref_f32_to_f16((float)v); break;
+    case GCL_BFLOAT16: ((uint16_t *)buf)[i] = ref_f32_to_bf16((float)v); break;
+    case GCL_INT8:     ((int8_t *)buf)[i] = (int8_t)v; break;
+    case GCL_UINT8:    ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case GCL_INT32:    ((int32_t *)buf)[i] = (int32_t)v; break;
+    case GCL_INT64:    ((int64_t *)buf)[i] = (int64_t)v; break;
+    default: break;
+    }
+}
+
+/* ----------------------------------------------------------------- inputs */
+
+static uint64_t splitmix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint64_t ref_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+    return splitmix(splitmix(splitmix(a) ^ b) ^ c);
+}
+
+/* Integer inputs: sums of 8 ranks fit (i8 in [-16, 15], u8 in [0, 31], i32
+ * below 2^27, i64 below 2^59 in magnitude); products of 8 ranks fit (i8/u8:
+ * at most 6 factors 2, i32: factors up to 3, i64: up to 100). */
+static int64_t int_input(uint64_t h, gcl_dtype_t dt, gcl_op_t op, int rank)
+{
+    int neg = (h >> 40) & 1;
+    switch (op) {
+    case GCL_SUM: case GCL_AVG:
+        switch (dt) {
+        case GCL_INT8:  return (int64_t)(h % 32) - 16;
+        case GCL_UINT8: return (int64_t)(h % 32);
+        case GCL_INT32: return (int64_t)(h % (1u << 28)) - (1 << 27);
+        default:        return (int64_t)(h % (1ull << 60)) - (int64_t)(1ull << 59);
+        }
+    case GCL_PROD: {
+        int64_t v;
+        switch (dt) {
+        case GCL_INT8: case GCL_UINT8: v = rank < 6 ? 1 + (int64_t)(h & 1) : 1; break;
+        case GCL_INT32: v = 1 + (int64_t)(h % 3); break;
+        default:        v = 1 + (int64_t)(h % 100); break;
+        }
+        return (neg && dt != GCL_UINT8) ? -v : v;
+    }
+    default: /* MIN, MAX: the whole range */
+        switch (dt) {
+        case GCL_INT8:  return (int8_t)h;
+        case GCL_UINT8: return (uint8_t)h;
+        case GCL_INT32: return (int32_t)h;
+        default:        return (int64_t)h;
+        }
+    }
+}
+
+void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int rank)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = ref_hash(seed, (uint64_t)rank, i);
+        if (!ref_is_float(dt)) {
+            int64_t v = int_input(h, dt, op, rank);
+            switch (dt) {
+            case GCL_INT8:  ((int8_t *)buf)[i] = (int8_t)v; break;
+            case GCL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+            case GCL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+            default:        ((int64_t *)buf)[i] = v; break;
+            }
+            continue;
+        }
+        double u = (double)(h >> 11) * 0x1p-53;  /* [0, 1) */
+        double v;
+        switch (op) {
+        case GCL_SUM: case GCL_AVG: v = -4 + 8 * u; break;
+        case GCL_PROD:              v = ((h & 1) ? -1 : 1) * (0.5 + 1.5 * u); break;
+        default:                    v = -100 + 200 * u; break;
+        }
+        ref_set(buf, i, dt, v);
+    }
+}
+
+void ref_poison(void *buf, size_t bytes)
+{
+    memset(buf, 0xa5, bytes);
+}
+
+MPI_Datatype ref_mpi_type(gcl_dtype_t dt)
+{
+    switch (dt) {
+    case GCL_FLOAT32: return MPI_FLOAT;
+    case GCL_FLOAT64: return MPI_DOUBLE;
+    case GCL_INT8:    return MPI_INT8_T;
+    case GCL_UINT8:   return MPI_UINT8_T;
+    case GCL_INT32:   return MPI_INT32_T;
+    case GCL_INT64:   return MPI_INT64_T;
+    default:          return MPI_DATATYPE_NULL;
+    }
+}
+
+MPI_Op ref_mpi_op(gcl_op_t op)
+{
+    switch (op) {
+    case GCL_SUM:  return MPI_SUM;
+    case GCL_PROD: return MPI_PROD;
+    case GCL_MIN:  return MPI_MIN;
+    case GCL_MAX:  return MPI_MAX;
+    default:       return MPI_OP_NULL;
+    }
+}
+
+/* ----------------------------------------------------------------- checks */
+
+static int world_rank(void)
+{
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+/* The exact reduction of element i over nranks inputs (integers). */
+static int64_t int_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt, gcl_op_t op)
+{
+    int64_t acc = (int64_t)ref_get(all, i, dt);
+    for (int r = 1; r < nranks; r++) {
+        int64_t x = (int64_t)ref_get(all, (size_t)r * stride + i, dt);
+        switch (op) {
+        case GCL_SUM: case GCL_AVG: acc += x; break;
+        case GCL_PROD: acc *= x; break;
+        case GCL_MIN: acc = x < acc ? x : acc; break;
+        default:      acc = x > acc ? x : acc; break;
+        }
+    }
+    return op == GCL_AVG ? acc / nranks : acc;   /* C division truncates */
+}
+
+/* The reduction of element i in long double and its error bound (floats). */
+static long double float_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt,
+                                gcl_op_t op, long double *tol)
+{
+    long double acc = ref_get(all, i, dt), mag = fabsl(acc);
+    for (int r = 1; r < nranks; r++) {
+        long double x = ref_get(all, (size_t)r * stride + i, dt);
+        switch (op) {
+        case GCL_SUM: case GCL_AVG: acc += x; mag += fabsl(x); break;
+        case GCL_PROD: acc *= x; break;
+        case GCL_MIN: acc = x < acc ? x : acc; break;
+        default:      acc = x > acc ? x : acc; break;
+        }
+    }
+    long double eps = ref_eps(dt), k = nranks - 1;
+    switch (op) {
+    case GCL_SUM:  *tol = k * eps * mag; break;
+    case GCL_PROD: *tol = k * eps * fabsl(acc); break;
+    case GCL_AVG:  /* the sum's bound / n, plus the rounding of the division */
+        acc /= nranks;
+        *tol = nranks > 1 ? k * eps * mag / nranks + eps * fabsl(acc) : 0;
+        break;
+    default:       *tol = 0; break;
+    }
+    return acc;
+}
+
+size_t ref_check_reduced(const char *what, const void *got, const void *all, size_t stride,
+                         size_t off, size_t n, int nranks, gcl_dtype_t dt, gcl_op_t op)
+{
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = off + k;
+        if (!ref_is_float(dt)) {
+            int64_t want = int_reduce(all, stride, i, nranks, dt, op);
+            int64_t g = (int64_t)ref_get(got, k, dt);
+            if (g != want && bad++ == 0)
+                fprintf(stderr, "rank %d: %s: element %zu of %zu: got %lld, want %lld\n", world_rank(),
+                        what, k, n, (long long)g, (long long)want);
+        } else {
+            long double tol, want = float_reduce(all, stride, i, nranks, dt, op, &tol);
+            long double g = ref_get(got, k, dt);
+            if (!(fabsl(g - want) <= tol) && bad++ == 0)
+                fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.10Lg, want %.10Lg (tolerance %.3Lg)\n",
+                        world_rank(), what, k, n, g, want, tol);
+        }
+    }
+    if (bad > 1)
+        fprintf(stderr, "rank %d: %s: %zu of %zu elements wrong\n", world_rank(), what, bad, n);
+    return bad;
+}
+
+size_t ref_check_equal(const char *what, const void *got, const void *want, size_t n, gcl_dtype_t dt)
+{
+    size_t es = ref_dsize(dt);
+    if (memcmp(got, want, n * es) == 0)
+        return 0;
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++)
+        if (memcmp((const char *)got + k * es, (const char *)want + k * es, es) != 0 && bad++ == 0)
+            fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.10Lg, want %.10Lg\n", world_rank(), what, k,
+                    n, ref_get(got, k, dt), ref_get(want, k, dt));
+    if (bad > 1)
+        fprintf(stderr, "rank %d: %s: %zu of %zu elements wrong\n", world_rank(), what, bad, n);
+    return bad;
+}

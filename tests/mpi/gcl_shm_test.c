@@ -1,0 +1,408 @@
+/* libgcl's shared-memory path (src/collectives/shm.h) under mpirun, all
+ * ranks on one host, MPI_Allgather as the bootstrap allgather: every
+ * collective x dtype x op over counts that hit the inline, one-shot and
+ * streaming paths, in place and not, against a reference computed here from
+ * every rank's input (gathered with MPI_Allgather; inputs are small integers
+ * so float results are exact in any order) and against MPI_Allreduce; a long
+ * random sequence of mixed ops (the staging buffers rotate through every
+ * state); several ops queued before progressing; the barrier; nothing left in
+ * /dev/shm. Prints "gcl_shm: ok (N ranks)". */
+#include "collectives/reduce_local.h"
+#include "collectives/shm.h"
+#include "common/dtype.h"
+#include "common/status.h"
+
+#include <mpi.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int g_rank, g_size, g_fails;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            if (g_fails++ < 20) {                                              \
+                fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
+                fprintf(stderr, __VA_ARGS__);                                  \
+                fprintf(stderr, "\n");                                         \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static int mpi_allgather(const void *send, void *recv, size_t len, void *arg)
+{
+    MPI_Comm comm = *(MPI_Comm *)arg;
+    return MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, comm) != MPI_SUCCESS;
+}
+
+/* progress until done; yields when oversubscribed; bounded */
+static gcl_status_t wait_op(gcl_shm_op_t *op)
+{
+    double t0 = MPI_Wtime();
+    for (unsigned spins = 1;; spins++) {
+        gcl_status_t st = gcl_shm_progress(op);
+        if (st != GCL_IN_PROGRESS)
+            return st;
+        if (spins % 16 == 0) {
+            sched_yield();
+            if (MPI_Wtime() - t0 > 60) {
+                gcl_shm_cancel(op);
+                fprintf(stderr, "rank %d: shm op timed out\n", g_rank);
+                MPI_Abort(MPI_COMM_WORLD, 3);
+            }
+        }
+    }
+}
+
+static const ipu_dtype_t IPU_DT[GCL_DTYPE_COUNT] = {
+    IPU_DTYPE_FLOAT, IPU_DTYPE_DOUBLE, IPU_DTYPE_FLOAT16, IPU_DTYPE_BFLOAT16,
+    IPU_DTYPE_INT8, IPU_DTYPE_UINT8, IPU_DTYPE_INT32, IPU_DTYPE_INT64};
+static const char *DT_NAME[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"};
+static const char *OP_NAME[] = {"sum", "prod", "min", "max", "avg"};
+static size_t dsz(gcl_dtype_t dt) { return ipu_dtype_size(IPU_DT[dt]); }
+static int is_float(gcl_dtype_t dt) { return dt <= GCL_BFLOAT16; }
+
+static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^
+                 c * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    x *= 0xd6e8feb86659fd39ull;
+    return x ^ (x >> 29);
+}
+
+/* element i of rank r's input: small integers (products: +-1, +-2, and for
+ * floats 0.5), so every float result is exact in any order */
+static double input_value(gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int r, size_t i)
+{
+    uint64_t h = hash3(seed, (uint64_t)r, i);
+    if (op == GCL_PROD) {
+        static const double fv[] = {1, -1, 2, 0.5, -2, 1, 1, -0.5};
+        static const double iv[] = {1, -1, 2, 1, -2, 1, 3, -1};
+        double v = is_float(dt) ? fv[h % 8] : iv[h % 8];
+        return dt == GCL_UINT8 ? fabs(v) : v;
+    }
+    if (dt == GCL_UINT8)
+        return (double)(h % 200);
+    if (dt == GCL_INT8)
+        return (double)((int)(h % 200) - 100); /* sums wrap */
+    if (dt == GCL_FLOAT16) /* sums of 8 stay exact (< 2048) */
+        return (double)((int)(h % 201) - 100);
+    if (dt == GCL_BFLOAT16) /* (< 256) */
+        return (double)((int)(h % 61) - 30);
+    return (double)((int64_t)(h % 2001) - 1000);
+}
+
+static void fill(void *buf, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int r, size_t off, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ipu_dtype_set_f64(IPU_DT[dt], buf, i, input_value(dt, op, seed, r, off + i));
+}
+
+/* reference of element i over ranks 0..size-1 (rank order), as the dtype */
+static void reference(void *out, size_t k, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, size_t i)
+{
+    ipu_dtype_t t = IPU_DT[dt];
+    if (is_float(dt)) {
+        double acc = input_value(dt, op, seed, 0, i);
+        for (int r = 1; r < g_size; r++) {
+            double v = input_value(dt, op, seed, r, i);
+            acc = op == GCL_PROD ? acc * v : op == GCL_MIN ? fmin(acc, v)
+                : op == GCL_MAX ? fmax(acc, v) : acc + v;
+        }
+        if (op == GCL_AVG) { /* exact sum, one division in the dtype's arithmetic */
+            if (dt == GCL_FLOAT64)
+                acc = acc / g_size;
+            else
+                acc = (double)((float)acc / (float)g_size);
+        }
+        ipu_dtype_set_f64(t, out, k, acc);
+        return;
+    }
+    int64_t acc = (int64_t)input_value(dt, op, seed, 0, i);
+    for (int r = 1; r < g_size; r++) {
+        int64_t v = (int64_t)input_value(dt, op, seed, r, i);
+        acc = op == GCL_PROD ? acc * v : op == GCL_MIN ? (v < acc ? v : acc)
+            : op == GCL_MAX ? (v > acc ? v : acc) : acc + v;
+    }
+    ipu_dtype_set_i64(t, out, k, acc); /* wraps as the dtype does */
+    if (op == GCL_AVG)
+        ipu_dtype_set_i64(t, out, k, ipu_dtype_get_i64(t, out, k) / g_size);
+}
+
+static size_t check_ref(const void *got, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed,
+                        size_t off, const char *what)
+{
+    size_t es = dsz(dt), bad = 0;
+    unsigned char exp[8];
+    for (size_t i = 0; i < n; i++) {
+        reference(exp, 0, dt, op, seed, off + i);
+        if (memcmp(exp, (const char *)got + i * es, es) != 0) {
+            if (bad++ == 0)
+                CHECK(0, "%s %s %s: element %zu: got %g expected %g", what, DT_NAME[dt],
+                      OP_NAME[op], off + i, ipu_dtype_get_f64(IPU_DT[dt], got, i),
+                      ipu_dtype_get_f64(IPU_DT[dt], exp, 0));
+        }
+    }
+    return bad;
+}
+
+static const size_t COUNTS[] = {0, 1, 3, 4, 7, 33, 1000, 4096, 4097, 65537};
+
+static void test_reductions(gcl_shm_t *shm, int dt_step)
+{
+    for (int dt = 0; dt < GCL_DTYPE_COUNT; dt += dt_step)
+        for (int op = 0; op < GCL_OP_COUNT; op++)
+            for (size_t ci = 0; ci < sizeof(COUNTS) / sizeof(COUNTS[0]); ci++) {
+                size_t n = COUNTS[ci], es = dsz(dt);
+                uint64_t seed = (uint64_t)(dt * 100 + op * 10) + ci;
+                char *in = malloc(n * es * g_size + 64), *out = malloc(n * es * g_size + 64);
+                gcl_shm_op_t *o;
+                int inplace = (int)(ci % 2);
+                /* allreduce */
+                fill(in, dt, op, seed, g_rank, 0, n);
+                memset(out, 0x5a, n * es);
+                if (inplace)
+                    memcpy(out, in, n * es);
+                CHECK(gcl_shm_allreduce_start(shm, inplace ? GCL_IN_PLACE : in, out, n, dt, op, &o) == GCL_OK, "start");
+                CHECK(wait_op(o) == GCL_OK, "allreduce");
+                check_ref(out, n, dt, op, seed, 0, inplace ? "allreduce in place" : "allreduce");
+                /* reduce to a root that moves */
+                int root = (int)(ci % (size_t)g_size);
+                memset(out, 0x5a, n * es);
+                CHECK(gcl_shm_reduce_start(shm, in, out, n, dt, op, root, &o) == GCL_OK, "start");
+                CHECK(wait_op(o) == GCL_OK, "reduce");
+                if (g_rank == root)
+                    check_ref(out, n, dt, op, seed, 0, "reduce");
+                /* reduce_scatter: block b of the input of rank r is element b*n + i */
+                fill(in, dt, op, seed + 7, g_rank, 0, n * g_size);
+                memset(out, 0x5a, n * es);
+                if (inplace)
+                    memcpy(out, in, n * es * g_size);
+                CHECK(gcl_shm_reduce_scatter_start(shm, inplace ? GCL_IN_PLACE : in, out, n, dt, op, &o) == GCL_OK, "start");
+                CHECK(wait_op(o) == GCL_OK, "reduce_scatter");
+                check_ref(out, n, dt, op, seed + 7, (size_t)g_rank * n,
+                          inplace ? "reduce_scatter in place" : "reduce_scatter");
+                free(in);
+                free(out);
+            }
+}
+
+static void test_moves(gcl_shm_t *shm)
+{
+    static const size_t counts[] = {0, 1, 2, 5, 1000, 70001, 300001};
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+        for (int dt = 0; dt < GCL_DTYPE_COUNT; dt += 3) {
+            size_t n = counts[ci], es = dsz(dt);
+            uint64_t seed = 5000 + ci * 10 + (uint64_t)dt;
+            char *in = malloc(n * es + 1), *out = malloc(n * es * g_size + 1),
+                 *exp = malloc(n * es * g_size + 1);
+            gcl_shm_op_t *o;
+            for (int inplace = 0; inplace < 2; inplace++) {
+                fill(in, dt, GCL_SUM, seed, g_rank, 0, n);
+                for (int r = 0; r < g_size; r++)
+                    fill(exp + (size_t)r * n * es, dt, GCL_SUM, seed, r, 0, n);
+                memset(out, 0x5a, n * es * g_size);
+                if (inplace)
+                    memcpy(out + (size_t)g_rank * n * es, in, n * es);
+                CHECK(gcl_shm_allgather_start(shm, inplace ? GCL_IN_PLACE : in, out, n, dt, &o) == GCL_OK, "start");
+                CHECK(wait_op(o) == GCL_OK, "allgather");
+                CHECK(memcmp(out, exp, n * es * g_size) == 0, "allgather %zu %s%s", n,
+                      DT_NAME[dt], inplace ? " in place" : "");
+            }
+            for (int root = 0; root < g_size; root++) {
+                if (g_rank == root)
+                    fill(out, dt, GCL_SUM, seed + 1, root, 0, n);
+                else
+                    memset(out, 0x5a, n * es);
+                CHECK(gcl_shm_broadcast_start(shm, out, n, dt, root, &o) == GCL_OK, "start");
+                CHECK(wait_op(o) == GCL_OK, "broadcast");
+                fill(exp, dt, GCL_SUM, seed + 1, root, 0, n);
+                CHECK(memcmp(out, exp, n * es) == 0, "broadcast %zu %s root %d", n, DT_NAME[dt],
+                      root);
+            }
+            free(in);
+            free(out);
+            free(exp);
+        }
+}
+
+/* versus MPI_Allreduce itself, random floats, within the order bound */
+static void test_vs_mpi(gcl_shm_t *shm)
+{
+    static const size_t counts[] = {2, 3000, 1 << 20};
+    for (size_t ci = 0; ci < 3; ci++) {
+        size_t n = counts[ci];
+        float *in = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+        int32_t *ii = malloc(n * 4), *ia = malloc(n * 4), *ib = malloc(n * 4);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = hash3(77, (uint64_t)g_rank, i);
+            in[i] = (float)((double)(h >> 11) / 9007199254740992.0 - 0.5);
+            ii[i] = (int32_t)(uint32_t)h; /* sums wrap */
+        }
+        gcl_shm_op_t *o;
+        CHECK(gcl_shm_allreduce_start(shm, in, a, n, GCL_FLOAT32, GCL_SUM, &o) == GCL_OK, "start");
+        CHECK(wait_op(o) == GCL_OK, "allreduce");
+        MPI_Allreduce(in, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += fabsf(a[i] - b[i]) > 1e-6f * (float)g_size;
+        CHECK(bad == 0, "f32 sum vs MPI_Allreduce: %zu elements differ (count %zu)", bad, n);
+        CHECK(gcl_shm_allreduce_start(shm, ii, ia, n, GCL_INT32, GCL_SUM, &o) == GCL_OK, "start");
+        CHECK(wait_op(o) == GCL_OK, "allreduce");
+        MPI_Allreduce(ii, ib, (int)n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(memcmp(ia, ib, n * 4) == 0, "i32 sum vs MPI_Allreduce differs (count %zu)", n);
+        /* identical on every rank (bitwise) */
+        float *all = malloc(n * 4 * (size_t)g_size);
+        MPI_Allgather(a, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+        for (int r = 1; r < g_size; r++)
+            CHECK(memcmp(all, all + (size_t)r * n, n * 4) == 0, "rank %d's result differs", r);
+        free(all);
+        free(in); free(a); free(b); free(ii); free(ia); free(ib);
+    }
+}
+
+/* a long random sequence (same on every rank) of mixed ops and sizes, some
+ * queued several deep before progressing, the last first */
+static void test_sequence(gcl_shm_t *shm)
+{
+    enum { DEPTH = 4 };
+    size_t maxn = 200002;
+    char *in[DEPTH], *out[DEPTH];
+    for (int d = 0; d < DEPTH; d++) {
+        in[d] = malloc(maxn * 8 * (size_t)g_size);
+        out[d] = malloc(maxn * 8 * (size_t)g_size);
+    }
+    for (int it = 0; it < 300; it++) {
+        uint64_t h = hash3(424242, (uint64_t)it, 0);
+        int depth = 1 + (int)(h % DEPTH);
+        gcl_shm_op_t *ops[DEPTH];
+        int kind[DEPTH];
+        size_t n[DEPTH];
+        gcl_dtype_t dt[DEPTH];
+        for (int d = 0; d < depth; d++) {
+            uint64_t x = hash3(424242, (uint64_t)it, (uint64_t)d + 1);
+            kind[d] = (int)(x % 4);
+            dt[d] = (gcl_dtype_t)((x >> 8) % GCL_DTYPE_COUNT);
+            size_t sizes[] = {0, 4, 100, 3000, 20000, 200000};
+            n[d] = sizes[(x >> 16) % 6] + (x >> 24) % 3;
+            uint64_t seed = (uint64_t)it * 16 + (uint64_t)d;
+            switch (kind[d]) {
+            case 0:
+                fill(in[d], dt[d], GCL_SUM, seed, g_rank, 0, n[d]);
+                gcl_shm_allreduce_start(shm, in[d], out[d], n[d], dt[d], GCL_SUM, &ops[d]);
+                break;
+            case 1:
+                gcl_shm_barrier_start(shm, &ops[d]);
+                break;
+            case 2:
+                fill(in[d], dt[d], GCL_SUM, seed, g_rank, 0, n[d]);
+                gcl_shm_allgather_start(shm, in[d], out[d], n[d], dt[d], &ops[d]);
+                break;
+            default:
+                if (g_rank == it % g_size)
+                    fill(out[d], dt[d], GCL_SUM, seed, it % g_size, 0, n[d]);
+                gcl_shm_broadcast_start(shm, out[d], n[d], dt[d], it % g_size, &ops[d]);
+                break;
+            }
+        }
+        for (int d = depth - 1; d >= 0; d--)
+            CHECK(wait_op(ops[d]) == GCL_OK, "sequence op");
+        for (int d = 0; d < depth; d++) {
+            uint64_t seed = (uint64_t)it * 16 + (uint64_t)d;
+            size_t es = dsz(dt[d]);
+            if (kind[d] == 0) {
+                if (check_ref(out[d], n[d], dt[d], GCL_SUM, seed, 0, "sequence allreduce"))
+                    CHECK(0, "iteration %d depth %d", it, d);
+            } else if (kind[d] == 2) {
+                for (int r = 0; r < g_size; r++) {
+                    fill(in[d], dt[d], GCL_SUM, seed, r, 0, n[d]);
+                    CHECK(memcmp(in[d], out[d] + (size_t)r * n[d] * es, n[d] * es) == 0,
+                          "sequence allgather it %d block %d", it, r);
+                }
+            } else if (kind[d] == 3) {
+                fill(in[d], dt[d], GCL_SUM, seed, it % g_size, 0, n[d]);
+                CHECK(memcmp(in[d], out[d], n[d] * es) == 0, "sequence broadcast it %d", it);
+            }
+        }
+    }
+    for (int d = 0; d < DEPTH; d++) {
+        free(in[d]);
+        free(out[d]);
+    }
+}
+
+static void test_barrier(gcl_shm_t *shm)
+{
+    gcl_shm_op_t *o;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (g_rank == g_size - 1)
+        usleep(200000);
+    CHECK(gcl_shm_barrier_start(shm, &o) == GCL_OK, "barrier start");
+    CHECK(wait_op(o) == GCL_OK, "barrier");
+    if (g_size > 1)
+        CHECK(MPI_Wtime() - t0 > 0.15, "barrier returned before the late rank arrived (%.3f s)",
+              MPI_Wtime() - t0);
+}
+
+static void test_errors(gcl_shm_t *shm)
+{
+    gcl_shm_op_t *o = (gcl_shm_op_t *)1;
+    float x = 0;
+    CHECK(gcl_shm_allreduce_start(shm, &x, &x, 1, (gcl_dtype_t)99, GCL_SUM, &o) == GCL_ERR_INVALID_ARG && o == NULL, "bad dtype");
+    CHECK(gcl_shm_allreduce_start(shm, &x, &x, 1, GCL_FLOAT32, (gcl_op_t)9, &o) == GCL_ERR_INVALID_ARG, "bad op");
+    CHECK(gcl_shm_reduce_start(shm, &x, &x, 1, GCL_FLOAT32, GCL_SUM, g_size, &o) == GCL_ERR_INVALID_ARG, "bad root");
+    CHECK(gcl_shm_broadcast_start(shm, NULL, 1, GCL_FLOAT32, 0, &o) == GCL_ERR_INVALID_ARG, "NULL buffer");
+    CHECK(strstr(ipu_error_message(), "broadcast") != NULL, "message names the call: %s", ipu_error_message());
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int pid0 = (int)getpid();
+    MPI_Bcast(&pid0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+
+    gcl_shm_t *shm = NULL, *small = NULL;
+    gcl_status_t st = gcl_shm_open(g_rank, g_size, GCL_SHM_SLOT_BYTES, mpi_allgather, &comm, &shm);
+    CHECK(st == GCL_OK, "gcl_shm_open: %s", ipu_error_message());
+    /* a second segment with a tiny slot: many segments per op */
+    st = gcl_shm_open(g_rank, g_size, 4096, mpi_allgather, &comm, &small);
+    CHECK(st == GCL_OK, "gcl_shm_open (small): %s", ipu_error_message());
+    if (shm == NULL || small == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    char path[64];
+    snprintf(path, sizeof(path), "/dev/shm/gcl-%d-0", pid0);
+    CHECK(access(path, F_OK) != 0, "%s left in /dev/shm", path);
+
+    test_errors(shm);
+    test_reductions(shm, 1);
+    test_reductions(small, 3); /* f32, f16, i32: many segments per op */
+    test_moves(shm);
+    test_moves(small);
+    test_vs_mpi(shm);
+    test_sequence(shm);
+    test_sequence(small);
+    test_barrier(shm);
+
+    gcl_shm_close(shm);
+    gcl_shm_close(small);
+    int fails = g_fails, total = 0;
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        if (total == 0)
+            printf("gcl_shm: ok (%d ranks)\n", g_size);
+        else
+            printf("gcl_shm: %d failures (%d ranks)\n", total, g_size);
+    }
+    MPI_Finalize();
+    return total != 0;
+}

@@ -1,0 +1,185 @@
+/* Split communicators of libgcl against MPI_Comm_split: color/key (reversed
+ * keys), GCL_UNDEFINED, CONSECUTIVE(k) and ORTHOGONAL(k) for every divisor k
+ * of the group size, a split of a split; then non-blocking collectives in
+ * flight on several communicators at once, started in a different order on
+ * even and odd ranks (only the order within one communicator is common), two
+ * at once on the same communicator, completed in different orders. */
+#include "gcl_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_comm(const char *what, gcl_comm_t *c, MPI_Comm mc)
+{
+    int r, n;
+    MPI_Comm_rank(mc, &r);
+    MPI_Comm_size(mc, &n);
+    CHECK(c && gcl_comm_rank(c) == r && gcl_comm_size(c) == n, "%s: rank %d of %d, want %d of %d", what,
+          c ? gcl_comm_rank(c) : -1, c ? gcl_comm_size(c) : -1, r, n);
+}
+
+static void group(gcl_group_t kind, int k, gcl_comm_t **c, MPI_Comm *mc)
+{
+    char what[96];
+    snprintf(what, sizeof what, "split_group(%s, %d)", kind == GCL_GROUP_ALL ? "ALL"
+             : kind == GCL_GROUP_CONSECUTIVE ? "CONSECUTIVE" : "ORTHOGONAL", k);
+    int color = kind == GCL_GROUP_ALL ? 0 : kind == GCL_GROUP_CONSECUTIVE ? rank / k : rank % k;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, mc);
+    *c = NULL;
+    if (gok(gcl_comm_split_group(world, kind, k, c), what))
+        expect_comm(what, *c, *mc);
+}
+
+/* One round of concurrent non-blocking collectives. */
+static void concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_Comm morth, gcl_comm_t *par,
+                       MPI_Comm mpar, gcl_comm_t *un, MPI_Comm mun, uint64_t seed)
+{
+    enum { NA = 1000, NB = 777, NC = 333, ND = 5000, NE = 2049, NF = 100 };
+    float a[NA], ao[NA];
+    int32_t b[NB], bo[NB];
+    uint8_t c[NC], *co = malloc((size_t)NC * (size_t)size), *cw = malloc((size_t)NC * (size_t)size);
+    double d[ND], dw[ND];
+    uint16_t e[NE], eo[NE];
+    int64_t f[NF], fo[NF];
+    int me_par = gcl_comm_rank(par), n_par = gcl_comm_size(par);
+    ref_fill(a, NA, GCL_FLOAT32, GCL_SUM, seed, rank);
+    ref_fill(b, NB, GCL_INT32, GCL_MAX, seed + 1, rank);
+    ref_fill(c, NC, GCL_UINT8, GCL_MAX, seed + 2, rank);
+    ref_fill(d, ND, GCL_FLOAT64, GCL_MAX, seed + 3, rank);
+    ref_fill(e, NE, GCL_BFLOAT16, GCL_AVG, seed + 4, rank);
+    ref_fill(f, NF, GCL_INT64, GCL_SUM, seed + 5, rank);
+    memcpy(dw, d, sizeof d);
+    MPI_Bcast(dw, ND, MPI_DOUBLE, size - 1, MPI_COMM_WORLD);
+    MPI_Allgather(c, NC, MPI_UINT8_T, cw, NC, MPI_UINT8_T, mpar);
+
+    gcl_request_t *req[6] = {NULL};
+    gcl_status_t st[6];
+    /* even ranks start A..F, odd ranks F..A (D before E on world on both) */
+    int order_even[6] = {0, 1, 2, 3, 4, 5}, order_odd[6] = {5, 3, 4, 2, 1, 0};
+    int *order = rank % 2 ? order_odd : order_even;
+    for (int i = 0; i < 6; i++) {
+        int k = order[i];
+        switch (k) {
+        case 0: st[k] = gcl_iallreduce(a, ao, NA, GCL_FLOAT32, GCL_SUM, cons, &req[k]); break;
+        case 1: st[k] = gcl_iallreduce(b, bo, NB, GCL_INT32, GCL_MAX, orth, &req[k]); break;
+        case 2: st[k] = gcl_iallgather(c, co, NC, GCL_UINT8, par, &req[k]); break;
+        case 3: st[k] = gcl_ibroadcast(d, ND, GCL_FLOAT64, size - 1, world, &req[k]); break;
+        case 4: st[k] = gcl_iallreduce(e, eo, NE, GCL_BFLOAT16, GCL_AVG, world, &req[k]); break;
+        default: st[k] = un ? gcl_iallreduce(f, fo, NF, GCL_INT64, GCL_SUM, un, &req[k]) : GCL_OK; break;
+        }
+        gok(st[k], "start a concurrent collective");
+    }
+    if (rank % 2 == 0)
+        gok(gcl_wait_all(6, req), "gcl_wait_all of concurrent collectives");
+    else
+        for (int i = 5; i >= 0; i--)
+            if (req[i])
+                gok(gcl_wait(&req[i]), "gcl_wait of a concurrent collective");
+    check_allreduce_on(mcons, "concurrent allreduce f32 sum on CONSECUTIVE", a, ao, NA, GCL_FLOAT32, GCL_SUM);
+    check_allreduce_on(morth, "concurrent allreduce i32 max on ORTHOGONAL", b, bo, NB, GCL_INT32, GCL_MAX);
+    checks++;
+    if (ref_check_equal("concurrent allgather u8 on the parity split", co, cw, (size_t)NC * (size_t)n_par,
+                        GCL_UINT8))
+        fails++;
+    checks++;
+    if (ref_check_equal("concurrent broadcast f64 on world", d, dw, ND, GCL_FLOAT64))
+        fails++;
+    check_allreduce_on(MPI_COMM_WORLD, "concurrent allreduce bf16 avg on world", e, eo, NE, GCL_BFLOAT16,
+                       GCL_AVG);
+    if (un)
+        check_allreduce_on(mun, "concurrent allreduce i64 sum on the split without rank 0", f, fo, NF,
+                           GCL_INT64, GCL_SUM);
+    (void)me_par;
+    free(co);
+    free(cw);
+}
+
+void suite_split(void)
+{
+    uint64_t seed = 1000;
+    /* color/key */
+    gcl_comm_t *par = NULL;
+    MPI_Comm mpar;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &mpar);
+    if (gok(gcl_comm_split(world, rank % 2, size - rank, &par), "split(rank % 2, size - rank)"))
+        expect_comm("split(rank % 2, size - rank)", par, mpar);
+    if (!par)
+        return;
+    test_movement(par, mpar, GCL_INT32, 11, seed++, COLL_ALL);
+    test_reductions(par, mpar, GCL_FLOAT16, GCL_SUM, 13, seed++, COLL_ALL);
+    test_barrier(par, mpar);
+
+    /* GCL_UNDEFINED: rank 0 gets no communicator */
+    gcl_comm_t *un = (gcl_comm_t *)&un;
+    MPI_Comm mun;
+    MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : 5, rank, &mun);
+    gok(gcl_comm_split(world, rank == 0 ? GCL_UNDEFINED : 5, rank, &un), "split(GCL_UNDEFINED on rank 0)");
+    if (rank == 0) {
+        CHECK(un == NULL, "split with GCL_UNDEFINED: communicator not NULL");
+        un = NULL;
+    } else {
+        expect_comm("split(GCL_UNDEFINED on rank 0)", un, mun);
+        if (un)
+            test_reductions(un, mun, GCL_INT8, GCL_MIN, 9, seed++, COLL_ALLREDUCE | COLL_REDUCE);
+    }
+
+    /* a split of a split */
+    gcl_comm_t *nest = NULL;
+    MPI_Comm mnest;
+    int pr = gcl_comm_rank(par);
+    MPI_Comm_split(mpar, pr % 2, -pr, &mnest);
+    if (gok(gcl_comm_split(par, pr % 2, -pr, &nest), "split of a split")) {
+        expect_comm("split of a split", nest, mnest);
+        if (nest)
+            test_reductions(nest, mnest, GCL_FLOAT64, GCL_SUM, 101, seed++, COLL_ALLREDUCE | COLL_REDUCE_SCATTER);
+    }
+    gcl_comm_destroy(nest);
+    MPI_Comm_free(&mnest);
+
+    /* groups for every divisor k */
+    for (int k = 1; k <= size; k++) {
+        if (size % k)
+            continue;
+        for (int kind = GCL_GROUP_CONSECUTIVE; kind <= GCL_GROUP_ORTHOGONAL; kind++) {
+            gcl_comm_t *g;
+            MPI_Comm mg;
+            group((gcl_group_t)kind, k, &g, &mg);
+            if (g) {
+                test_reductions(g, mg, GCL_FLOAT32, GCL_SUM, 5, seed++, COLL_ALLREDUCE | COLL_REDUCE_SCATTER);
+                test_movement(g, mg, GCL_UINT8, 3, seed++, COLL_BROADCAST | COLL_P2P | COLL_ALLTOALL);
+            }
+            gcl_comm_destroy(g);
+            MPI_Comm_free(&mg);
+        }
+    }
+    {
+        gcl_comm_t *g;
+        MPI_Comm mg;
+        group(GCL_GROUP_ALL, size, &g, &mg);
+        gcl_comm_destroy(g);
+        MPI_Comm_free(&mg);
+    }
+
+    /* concurrency: CONSECUTIVE(k) and ORTHOGONAL(k), k the least divisor > 1 */
+    int k = size;
+    for (int d = size; d > 1; d--)
+        if (size % d == 0)
+            k = d;
+    gcl_comm_t *cons, *orth;
+    MPI_Comm mcons, morth;
+    group(GCL_GROUP_CONSECUTIVE, k, &cons, &mcons);
+    group(GCL_GROUP_ORTHOGONAL, k, &orth, &morth);
+    if (cons && orth)
+        for (int round = 0; round < 3; round++, seed += 10)
+            concurrent(cons, mcons, orth, morth, par, mpar, un, mun, seed);
+    gcl_comm_destroy(cons);
+    gcl_comm_destroy(orth);
+    gcl_comm_destroy(un);
+    gcl_comm_destroy(par);
+    MPI_Comm_free(&mcons);
+    MPI_Comm_free(&morth);
+    MPI_Comm_free(&mpar);
+    if (mun != MPI_COMM_NULL)
+        MPI_Comm_free(&mun);
+}
