@@ -1,7 +1,7 @@
 #!/bin/sh
 # Across simulated hosts (network namespaces, launch/netns/): a pipeline over
 # 2 hosts x 2 ranks gives outputs identical to the single-rank run, with UCX
-# over TCP between the hosts; when a host's link goes down mid-run, every
+# over TCP between the hosts; libgcl's allreduce goes hierarchical; when a host's link goes down mid-run, every
 # surviving rank exits non-zero within 30 s naming the lost host/rank.
 # Skips (77) where network namespaces cannot be made.
 set -u
@@ -30,6 +30,12 @@ for m in gpt2_tiny resnet18; do
     if [ $rc -eq 0 ] && diff -r "$W/ref-$m" "$W/out-$m" >/dev/null; then ok "$m on 2 hosts x 2 ranks equals one rank"
     else fail "$m across hosts (exit $rc)"; echo "$OUT" | tail -5; fi
 done
+# libgcl picks its hierarchical allreduce by itself across hosts and agrees
+# with MPI_Allreduce
+GCLH=$(cd "$top_builddir/tests/mpi" && pwd)/gcl_hosts
+OUT=$(timeout -k 5 120 "$NS/mpirun.sh" -np 4 --map-by node "$GCLH" 2>&1)
+echo "$OUT" | grep -q "gcl_hosts: ok (hierarchical, 4 ranks)" && ok "libgcl allreduce across hosts: hierarchical, correct" \
+    || { fail "libgcl across hosts"; echo "$OUT" | tail -5; }
 # a host's link goes down mid-run
 M=$CACHE/op13/gpt2_tiny/model.onnx
 # the ranks give up after 5 s without progress and say whom they lost; the
