@@ -278,6 +278,11 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
         gcl_comm_destroy(c);
         return st;
     }
+    /* the shared-memory segment is set up now, while every member is here:
+     * set up lazily, first non-blocking collectives started in different
+     * orders on two communicators would wait on each other */
+    if (!getenv("GCL_NO_SHM"))
+        (void)gcl_comm_shm(c);
     gcl_log(c, GCL_LOG_INFO, "split from comm %u (color %d, key %d): %d members on %d hosts", comm->id, color,
             key, n, c->nhosts);
     *out = c;

@@ -184,6 +184,8 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
         gcl_finalize(c);
         return st;
     }
+    if (!getenv("GCL_NO_SHM")) /* eagerly, as for splits (comm.c) */
+        (void)gcl_comm_shm(c);
     gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
             ctx->nhosts, ipu_transport_kind_name(ctx->tp));
     *world = c;

@@ -4,9 +4,9 @@
  *    (per-communicator timeout: blocking allreduce, non-blocking allgather
  *    with gcl_wait, non-blocking barrier polled with gcl_test, a recv from
  *    the silent rank; the default timeout of gcl_init_params: barrier);
- *  - mismatch (GCL_DEBUG=1): the last rank calls with another count, dtype,
- *    op, root or collective; every rank gets GCL_ERR_MISMATCH. Calls that
- *    match still succeed with GCL_DEBUG=1.
+ *  - mismatch (a world made with GCL_DEBUG=1): the last rank calls with
+ *    another count, dtype, op, root or collective; every rank gets
+ *    GCL_ERR_MISMATCH. Calls that match still succeed with GCL_DEBUG=1.
  * Each case runs on a communicator of its own, split off while all ranks
  * took part. */
 #include "gcl_test.h"
@@ -54,8 +54,10 @@ void suite_timeout(void)
         CHECK(req == NULL, "gcl_wait after a timeout left the request");
         t0 = now_s();
         st = gcl_ibarrier(s[2], &req);
-        while (st == GCL_OK && (st = gcl_test(&req)) == GCL_IN_PROGRESS)
-            ;
+        if (st == GCL_OK)
+            do
+                st = gcl_test(&req);
+            while (st == GCL_IN_PROGRESS);
         timed("ibarrier polled with gcl_test, one rank absent", st, t0, T, GCL_ERR_TIMED_OUT);
         t0 = now_s();
         timed("recv from a rank that never sends", gcl_recv(y, N, GCL_FLOAT32, size - 1, 5, s[3]), t0, T,
@@ -102,19 +104,34 @@ void suite_mismatch(void)
 {
     if (size < 2)
         return;
-    /* GCL_DEBUG=1 (set by main before gcl_init_mpi): matching calls pass */
-    test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, 100, 2000, COLL_ALL);
-    test_movement(world, MPI_COMM_WORLD, GCL_INT64, 33, 2001, COLL_ALL);
-    test_barrier(world, MPI_COMM_WORLD);
+    /* a world of its own with GCL_DEBUG=1 (read by gcl_init) */
+    const char *was = getenv("GCL_DEBUG");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("GCL_DEBUG", "1", 1);
+    MPI_Comm mc = MPI_COMM_WORLD;
+    gcl_comm_t *dw = NULL;
+    gcl_status_t st = gcl_init_mpi(&mc, NULL, &dw);
+    if (saved)
+        setenv("GCL_DEBUG", saved, 1);
+    else
+        unsetenv("GCL_DEBUG");
+    free(saved);
+    if (!gok(st, "gcl_init_mpi with GCL_DEBUG=1"))
+        return;
+    /* matching calls pass */
+    test_reductions(dw, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, 100, 2000, COLL_ALL);
+    test_reductions(dw, MPI_COMM_WORLD, GCL_BFLOAT16, GCL_AVG, 100003, 2003, COLL_ALLREDUCE | COLL_REDUCE);
+    test_movement(dw, MPI_COMM_WORLD, GCL_INT64, 33, 2001, COLL_ALL);
+    test_barrier(dw, MPI_COMM_WORLD);
     int odd = rank == size - 1;
     float *x = calloc(128 * (size_t)size, sizeof(float)), *y = calloc(128 * (size_t)size, sizeof(float));
     for (int c = 0; c < MM_CASES; c++) {
         gcl_comm_t *comm = NULL;
-        if (!gok(gcl_comm_split(world, 0, rank, &comm), "split"))
+        if (!gok(gcl_comm_split(dw, 0, rank, &comm), "split"))
             continue;
         gok(gcl_comm_set_timeout(comm, 20), "gcl_comm_set_timeout");
         double t0 = now_s();
-        gcl_status_t st = mismatch_call(c, odd, x, y, comm);
+        st = mismatch_call(c, odd, x, y, comm);
         timed(MM_NAME[c], st, t0, 0, GCL_ERR_MISMATCH);
         if (st == GCL_ERR_MISMATCH)
             CHECK(*gcl_last_error() != '\0', "%s: gcl_last_error() empty", MM_NAME[c]);
@@ -123,6 +140,7 @@ void suite_mismatch(void)
     }
     free(x);
     free(y);
-    /* world is unharmed */
-    test_reductions(world, MPI_COMM_WORLD, GCL_INT32, GCL_SUM, 7, 2002, COLL_ALLREDUCE);
+    /* the debug world is unharmed */
+    test_reductions(dw, MPI_COMM_WORLD, GCL_INT32, GCL_SUM, 7, 2002, COLL_ALLREDUCE);
+    gcl_finalize(dw);
 }

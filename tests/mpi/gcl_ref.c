@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -270,28 +271,59 @@ static long double float_reduce(const void *all, size_t stride, size_t i, int nr
     return acc;
 }
 
-size_t ref_check_reduced(const char *what, const void *got, const void *all, size_t stride,
-                         size_t off, size_t n, int nranks, gcl_dtype_t dt, gcl_op_t op)
+void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
+                gcl_dtype_t dt, gcl_op_t op)
+{
+    e->n = n;
+    e->want = malloc(sizeof(long double) * (n + 1));
+    e->tol = malloc(sizeof(long double) * (n + 1));
+    if (!e->want || !e->tol) {
+        fprintf(stderr, "rank %d: out of memory for a reference of %zu elements\n", world_rank(), n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (ref_is_float(dt)) {
+            e->want[k] = float_reduce(all, stride, off + k, nranks, dt, op, &e->tol[k]);
+        } else {
+            e->want[k] = (long double)int_reduce(all, stride, off + k, nranks, dt, op);
+            e->tol[k] = 0;
+        }
+    }
+}
+
+void ref_expect_free(ref_expect_t *e)
+{
+    free(e->want);
+    free(e->tol);
+    e->want = e->tol = NULL;
+}
+
+size_t ref_check_expect(const char *what, const void *got, const ref_expect_t *e, gcl_dtype_t dt)
 {
     size_t bad = 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t i = off + k;
-        if (!ref_is_float(dt)) {
-            int64_t want = int_reduce(all, stride, i, nranks, dt, op);
-            int64_t g = (int64_t)ref_get(got, k, dt);
-            if (g != want && bad++ == 0)
-                fprintf(stderr, "rank %d: %s: element %zu of %zu: got %lld, want %lld\n", world_rank(),
-                        what, k, n, (long long)g, (long long)want);
-        } else {
-            long double tol, want = float_reduce(all, stride, i, nranks, dt, op, &tol);
-            long double g = ref_get(got, k, dt);
-            if (!(fabsl(g - want) <= tol) && bad++ == 0)
+    for (size_t k = 0; k < e->n; k++) {
+        long double g = ref_get(got, k, dt);   /* exact, also for int64 */
+        if (!(fabsl(g - e->want[k]) <= e->tol[k]) && bad++ == 0) {
+            if (ref_is_float(dt))
                 fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.10Lg, want %.10Lg (tolerance %.3Lg)\n",
-                        world_rank(), what, k, n, g, want, tol);
+                        world_rank(), what, k, e->n, g, e->want[k], e->tol[k]);
+            else
+                fprintf(stderr, "rank %d: %s: element %zu of %zu: got %lld, want %lld\n", world_rank(), what, k,
+                        e->n, (long long)g, (long long)e->want[k]);
         }
     }
     if (bad > 1)
-        fprintf(stderr, "rank %d: %s: %zu of %zu elements wrong\n", world_rank(), what, bad, n);
+        fprintf(stderr, "rank %d: %s: %zu of %zu elements wrong\n", world_rank(), what, bad, e->n);
+    return bad;
+}
+
+size_t ref_check_reduced(const char *what, const void *got, const void *all, size_t stride,
+                         size_t off, size_t n, int nranks, gcl_dtype_t dt, gcl_op_t op)
+{
+    ref_expect_t e;
+    ref_expect(&e, all, stride, off, n, nranks, dt, op);
+    size_t bad = ref_check_expect(what, got, &e, dt);
+    ref_expect_free(&e);
     return bad;
 }
 

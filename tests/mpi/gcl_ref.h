@@ -50,6 +50,16 @@ MPI_Op ref_mpi_op(gcl_op_t op);
  * bad element on stderr under `what`; returns the number of bad elements. */
 size_t ref_check_reduced(const char *what, const void *got, const void *all, size_t stride,
                          size_t off, size_t n, int nranks, gcl_dtype_t dt, gcl_op_t op);
+/* The same in two steps, to check several outputs against one reference:
+ * the expected elements off .. off+n-1 and their bounds, then a check. */
+typedef struct {
+    long double *want, *tol;
+    size_t n;
+} ref_expect_t;
+void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
+                gcl_dtype_t dt, gcl_op_t op);
+size_t ref_check_expect(const char *what, const void *got, const ref_expect_t *e, gcl_dtype_t dt);
+void ref_expect_free(ref_expect_t *e);
 /* got and want byte for byte (n elements); returns the number of bad ones. */
 size_t ref_check_equal(const char *what, const void *got, const void *want, size_t n, gcl_dtype_t dt);
 

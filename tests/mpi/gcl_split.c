@@ -31,8 +31,8 @@ static void group(gcl_group_t kind, int k, gcl_comm_t **c, MPI_Comm *mc)
         expect_comm(what, *c, *mc);
 }
 
-/* One round of concurrent non-blocking collectives. */
-static void concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_Comm morth, gcl_comm_t *par,
+/* One round of concurrent non-blocking collectives; 0 if one failed. */
+static int concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_Comm morth, gcl_comm_t *par,
                        MPI_Comm mpar, gcl_comm_t *un, MPI_Comm mun, uint64_t seed)
 {
     enum { NA = 1000, NB = 777, NC = 333, ND = 5000, NE = 2049, NF = 100 };
@@ -70,12 +70,20 @@ static void concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_C
         }
         gok(st[k], "start a concurrent collective");
     }
+    int ok = 1;
     if (rank % 2 == 0)
-        gok(gcl_wait_all(6, req), "gcl_wait_all of concurrent collectives");
+        ok = gok(gcl_wait_all(6, req), "gcl_wait_all of concurrent collectives");
     else
         for (int i = 5; i >= 0; i--)
             if (req[i])
-                gok(gcl_wait(&req[i]), "gcl_wait of a concurrent collective");
+                ok &= gok(gcl_wait(&req[i]), "gcl_wait of a concurrent collective");
+    int all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all_ok) {
+        free(co);
+        free(cw);
+        return 0;
+    }
     check_allreduce_on(mcons, "concurrent allreduce f32 sum on CONSECUTIVE", a, ao, NA, GCL_FLOAT32, GCL_SUM);
     check_allreduce_on(morth, "concurrent allreduce i32 max on ORTHOGONAL", b, bo, NB, GCL_INT32, GCL_MAX);
     checks++;
@@ -93,6 +101,7 @@ static void concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_C
     (void)me_par;
     free(co);
     free(cw);
+    return 1;
 }
 
 void suite_split(void)
@@ -170,9 +179,17 @@ void suite_split(void)
     MPI_Comm mcons, morth;
     group(GCL_GROUP_CONSECUTIVE, k, &cons, &mcons);
     group(GCL_GROUP_ORTHOGONAL, k, &orth, &morth);
+    /* a wait that cannot finish (a request not progressed while another is
+     * waited for) ends in GCL_ERR_TIMED_OUT rather than a hang */
+    gcl_comm_t *bounded[] = {cons, orth, par, un, world};
+    for (int i = 0; i < 5; i++)
+        if (bounded[i])
+            gok(gcl_comm_set_timeout(bounded[i], 5), "gcl_comm_set_timeout");
     if (cons && orth)
         for (int round = 0; round < 3; round++, seed += 10)
-            concurrent(cons, mcons, orth, morth, par, mpar, un, mun, seed);
+            if (!concurrent(cons, mcons, orth, morth, par, mpar, un, mun, seed))
+                break;
+    gok(gcl_comm_set_timeout(world, 60), "gcl_comm_set_timeout");
     gcl_comm_destroy(cons);
     gcl_comm_destroy(orth);
     gcl_comm_destroy(un);

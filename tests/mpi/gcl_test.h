@@ -10,6 +10,7 @@
 extern int rank, size;           /* in MPI_COMM_WORLD */
 extern gcl_comm_t *world;
 extern long fails, checks;
+extern int opt_quick;            /* -q: a smaller matrix for large groups */
 
 void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define CHECK(cond, ...) do { checks++; if (!(cond)) fail_at(__VA_ARGS__); } while (0)

@@ -1,0 +1,57 @@
+#!/bin/sh
+# libgcl under mpirun against MPI (tests/mpi/gcl_test.c and its parts) with
+# groups of 1, 2, 3, 4, 5, 7 and 8 ranks, oversubscribed on this machine:
+#   api       version, status strings, argument errors, init from an
+#             out-of-band allgather and over the MPI transport
+#   coll      every collective x dtype x op x count x blocking / non-blocking /
+#             in-place (-q: two ops per dtype, for the large groups)
+#   split     color/key, GCL_UNDEFINED, CONSECUTIVE / ORTHOGONAL groups,
+#             non-blocking collectives in flight on several at once
+#   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
+#   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
+#   algo      every algorithm forced with GCL_<COLL>_ALGO
+#   -b        >= 16 MiB messages for a few combinations
+# Each run is bounded by `timeout`; the whole script takes about 2 minutes on
+# 2 cores. GCL_TEST_NP="2 4" runs only those group sizes.
+set -u
+: "${top_builddir:=.}" "${MPIRUN:=mpirun}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+T=$top_builddir/tests/mpi/gcl_test
+[ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
+fails=0
+start=$(date +%s)
+
+# run NP LIMIT SUITES [ARGS...]: every suite must print "gcl_test S: ok"
+run() {
+    np=$1 lim=$2 suites=$3
+    shift 3
+    t0=$(date +%s)
+    out=$(timeout -k 5 "$lim" "$MPIRUN" --oversubscribe -np "$np" "$T" -s "$suites" "$@" 2>&1)
+    rc=$?
+    missing=""
+    for s in $(echo "$suites" | tr , ' '); do
+        echo "$out" | grep -q "^gcl_test $s: ok ($np ranks" || missing="$missing $s"
+    done
+    if [ "$rc" -eq 0 ] && [ -z "$missing" ]; then
+        echo "ok: $np ranks: $suites${*:+ $*} ($(($(date +%s) - t0)) s)"
+    else
+        echo "FAIL: $np ranks: $suites${*:+ $*} (exit $rc${missing:+, not ok:$missing})"
+        echo "$out" | grep -v "UCX  WARN" | grep -v "^gcl_test .*: ok" | head -40
+        fails=$((fails + 1))
+    fi
+}
+
+for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
+    case $np in
+    1) run 1 60 api,coll,split,algo ;;
+    2) run 2 120 api,coll,split,timeout,mismatch,algo -b ;;
+    3) run 3 150 coll,split,algo ;;
+    4) run 4 180 api,coll,split,timeout,mismatch,algo -b ;;
+    5) run 5 150 coll,split,algo -q ;;
+    7) run 7 150 coll,split,timeout,mismatch -q ;;
+    8) run 8 180 api,coll,split,algo -q ;;
+    *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
+    esac
+done
+echo "gcl.sh: $(($(date +%s) - start)) s"
+[ "$fails" -eq 0 ]
