@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "refdir.h"
+
 #define N 1037
 static char g_dir[256];
 static const char *DT_NAME[GCL_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"};
@@ -27,26 +29,14 @@ static const char *OP_FILE[GCL_OP_COUNT] = {"sum", "prod", "min", "max", "avg3"}
 static int setup(void **state)
 {
     (void)state;
-    const char *py = getenv("PYTHON_REF"), *src = getenv("top_srcdir");
-    char cmd[1024];
-    snprintf(g_dir, sizeof(g_dir), "/tmp/gcl_reduce_XXXXXX");
-    if (mkdtemp(g_dir) == NULL)
-        return -1;
-    snprintf(cmd, sizeof(cmd), "'%s' '%s/tests/unit/ref_gcl_reduce.py' '%s'",
-             py && py[0] ? py : "/usr/bin/python3", src && src[0] ? src : ".", g_dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "reference generation failed: %s\n", cmd);
-        return -1;
-    }
-    return 0;
+    return refdir_make("gcl_reduce", "ref_gcl_reduce.py", g_dir, sizeof(g_dir));
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    return system(cmd) != 0;
+    refdir_remove(g_dir);
+    return 0;
 }
 
 static void *load(const char *dt, const char *what, size_t bytes)

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "refdir.h"
+
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
 
@@ -29,34 +31,14 @@ typedef struct { int rank; int64_t d[IPU_MAX_RANK]; } shape_t;
 
 static int setup(void **state)
 {
-    const char *py = getenv("PYTHON_REF"), *src = getenv("top_srcdir");
-    char cmd[1024];
-    snprintf(g_dir, sizeof(g_dir), "/tmp/ipu_dense_XXXXXX");
-    if (mkdtemp(g_dir) == NULL)
-        return -1;
-    snprintf(cmd, sizeof(cmd), "'%s' '%s/tests/unit/ref_dense.py' '%s'",
-             py && py[0] ? py : "/usr/bin/python3", src && src[0] ? src : ".", g_dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "reference generation failed: %s\n", cmd);
-        return -1;
-    }
-    return 0;
+    (void)state;
+    return refdir_make("ipu_dense", "ref_dense.py", g_dir, sizeof(g_dir));
 }
 
 static int teardown(void **state)
 {
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-    char path[512];
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", g_dir, e->d_name);
-        unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(g_dir);
+    (void)state;
+    refdir_remove(g_dir);
     return 0;
 }
 
