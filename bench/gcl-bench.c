@@ -1,23 +1,28 @@
 /* gcl-bench: libgcl against MPI, OSU style (osu_allreduce etc.), one run.
  *
  *   mpirun -np N bench/gcl-bench [-c COLL] [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-n]
+ *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n]
  *
  *  -c  allreduce (default), reduce_scatter, allgather, broadcast
  *  -m  message sizes in bytes, MIN:MAX doubling (default 8:268435456); the
  *      size is the whole array as in nccl-tests: the allreduce/broadcast
  *      buffer, the reduce_scatter input, the allgather output
  *  -i  timed iterations per size (default 1000), -x warm-up calls (default
- *      20); both are cut for large messages so that one measurement takes
- *      about -t seconds (default 0.4), but never below 5 iterations
+ *      20); both are cut for large messages so that the measurements of a
+ *      size take about -t seconds (default 1.0, shared by the rounds), but
+ *      never below 5 iterations
  *  -d  f32 (default) f64 f16 bf16 i8 u8 i32 i64;  -o sum (default) prod min max avg
  *  -a  force libgcl's algorithm (sets GCL_<COLL>_ALGO before gcl_init_mpi)
+ *  -r  rounds per size (default 5), see below
  *  -n  libgcl only (no MPI column)
  *
- * Per size: a barrier, warm-up, the timed loop for libgcl, then the same for
- * the MPI counterpart (MPI_Allreduce, MPI_Reduce_scatter_block,
- * MPI_Allgather, MPI_Bcast from root 0) on the same buffers. Reported: the
- * average time per call, max over ranks; algbw = bytes / time; busbw =
+ * Per size, -r rounds, each: a barrier, warm-up, the timed loop for libgcl,
+ * then the same for the MPI counterpart (MPI_Allreduce,
+ * MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast from root 0) on the
+ * same buffers, each loop taking about -t / -r seconds. Alternating rounds
+ * expose both sides to the same machine noise (a shared VM's neighbours come
+ * and go within seconds). Reported: the median over rounds of the average
+ * time per call (max over ranks); algbw = bytes / time; busbw =
  * algbw x 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter, allgather), 1
  * (broadcast) as nccl-tests; the libgcl/MPI busbw ratio; and a check that
  * libgcl's result equals MPI's bit for bit (the inputs are small integers,
@@ -162,11 +167,25 @@ static double measure(int (*once)(const job_t *), const job_t *j, int iters, int
     return tmax;
 }
 
+#define MAX_ROUNDS 64
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: gcl-bench [-c allreduce|reduce_scatter|allgather|broadcast] [-m MIN:MAX] [-i ITERS]\n"
                     "                 [-x WARMUP] [-d f32|f64|f16|bf16|i8|u8|i32|i64] [-o sum|prod|min|max|avg]\n"
-                    "                 [-a ALGO] [-t SECONDS] [-n]\n");
+                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n]\n");
 }
 
 static void human(char *s, size_t n, size_t b)
@@ -181,13 +200,13 @@ static void human(char *s, size_t n, size_t b)
 
 int main(int argc, char **argv)
 {
-    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, opt;
+    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, rounds = 5, opt;
     gcl_dtype_t dt = GCL_FLOAT32;
     gcl_op_t op = GCL_SUM;
     size_t lo = 8, hi = 256u << 20;
-    double budget = 0.4;
+    double budget = 1.0;
     const char *algo = NULL;
-    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:nh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:nh")) != -1) {
         int k;
         switch (opt) {
         case 'c': if ((coll = lookup(optarg, CNAME, C_COUNT)) < 0) { usage(); return 2; } break;
@@ -198,11 +217,12 @@ int main(int argc, char **argv)
         case 'o': if ((k = lookup(optarg, ONAME, GCL_OP_COUNT)) < 0) { usage(); return 2; } op = (gcl_op_t)k; break;
         case 'a': algo = optarg; break;
         case 't': budget = atof(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
         case 'n': no_mpi = 1; break;
         default: usage(); return opt == 'h' ? 0 : 2;
         }
     }
-    if (iters < 1 || warm < 0) {
+    if (iters < 1 || warm < 0 || rounds < 1 || rounds > MAX_ROUNDS) {
         usage();
         return 2;
     }
@@ -247,7 +267,8 @@ int main(int argc, char **argv)
         const char *pml = getenv("OMPI_MCA_pml");
         printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)\n", CNAME[coll], DNAME[dt],
                reduction ? ONAME[op] : "", size, gcl_version_string(), lib, pml ? pml : "default");
-        printf("# time: average per call, max over ranks; busbw = algbw x %s%s\n",
+        printf("# time: median over %d alternating rounds of the average per call, max over ranks; busbw", rounds);
+        printf(" = algbw x %s%s\n",
                coll == C_ALLREDUCE ? "2(n-1)/n" : coll == C_BROADCAST ? "1" : "(n-1)/n",
                algo ? "; algorithm forced" : "");
         printf("| %10s | %-18s | %10s | %9s | %9s | %10s | %9s | %9s | %6s | %5s |\n", "size", "libgcl algorithm",
@@ -264,15 +285,18 @@ int main(int argc, char **argv)
         job_t j = {coll, dt, op, count, send, recv, gc};
         if (coll == C_BROADCAST && rank == 0)
             memcpy(recv, send, count * es);
-        double tg = measure(gcl_once, &j, iters, warm, budget);
-        double tm = 0;
+        double tgr[MAX_ROUNDS], tmr[MAX_ROUNDS];
+        job_t m = j;
+        m.recv = ref;
+        if (!no_mpi && coll == C_BROADCAST && rank == 0)
+            memcpy(ref, send, count * es);
+        for (int r = 0; r < rounds; r++) {
+            tgr[r] = measure(gcl_once, &j, iters, warm, budget / rounds);
+            tmr[r] = no_mpi ? 0 : measure(mpi_once, &m, iters, warm, budget / rounds);
+        }
+        double tg = median(tgr, rounds), tm = median(tmr, rounds);
         int ok = 1;
         if (!no_mpi) {
-            job_t m = j;
-            m.recv = ref;
-            if (coll == C_BROADCAST && rank == 0)
-                memcpy(ref, send, count * es);
-            tm = measure(mpi_once, &m, iters, warm, budget);
             size_t outb = count * es * (coll == C_ALLGATHER ? (size_t)size : 1);
             int mine = !exact || memcmp(recv, ref, outb) == 0, all;
             MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);

@@ -4,6 +4,7 @@
  * Also the trivial cases (no data, one member) and the shared-memory
  * "algorithm" (one op handed to src/collectives/shm.c). */
 #include "collectives/gcl_internal.h"
+#include "collectives/reduce_local.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +131,56 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
     return GCL_OK;
 }
 
+/* A blocking collective on shared memory skips the request and its
+ * schedule: one shm op, polled here, so a small allreduce costs the flag
+ * exchange itself. Earlier non-blocking shm ops of the communicator still
+ * complete first (the segment's queue keeps the call order). Same results
+ * as the request path (AVG: SUM, then one division). */
+static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
+{
+    const char *n = gcl_coll_name(a->coll);
+    int avg = a->op == GCL_AVG && is_reduction(a->coll);
+    gcl_shm_args_t s = {.coll = a->coll, .send = a->send, .recv = a->recv, .count = a->count,
+                        .dtype = a->dtype, .op = avg ? GCL_SUM : a->op, .root = a->root};
+    gcl_shm_op_t *op;
+    c->seq++; /* as a request would take */
+    gcl_status_t st = gcl_shm_start_args(c->shm, &s, &op);
+    if (st != GCL_OK)
+        return st;
+    double deadline = 0;
+    for (unsigned spin = 0; (st = gcl_shm_progress(op)) == GCL_IN_PROGRESS; spin++) {
+        if ((spin & 63) == 0 && c->timeout_s > 0) {
+            double now = gcl_now();
+            if (deadline == 0)
+                deadline = now + c->timeout_s;
+            else if (now > deadline) {
+                gcl_shm_cancel(op);
+                return gcl_set_error(GCL_ERR_TIMED_OUT,
+                                     "gcl_%s (shm) on communicator %u (rank %d of %d) timed out after "
+                                     "%.3g s waiting for the other members", n, c->id, c->rank,
+                                     c->size, c->timeout_s);
+            }
+        }
+        gcl_idle(c->ctx, spin);
+    }
+    if (st == GCL_OK && avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
+        gcl_reduce_finish_avg(a->recv, a->count, a->dtype, c->size);
+    return st;
+}
+
 gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a)
 {
+    gcl_status_t st;
+    if (c != NULL && c->shm_state > 0 && c->size > 1 && !c->ctx->debug &&
+        c->ctx->log_level == GCL_LOG_QUIET && a->coll != GCL_COLL_ALLTOALL &&
+        (a->count > 0 || a->coll == GCL_COLL_BARRIER)) {
+        if ((st = check(c, a)) != GCL_OK)
+            return st;
+        if (gcl_decide(c, a->coll, coll_bytes(c, a)) == GCL_ALG_SHM)
+            return shm_direct(c, a);
+    }
     gcl_request_t *r;
-    gcl_status_t st = gcl_coll_start(c, a, 0, &r);
+    st = gcl_coll_start(c, a, 0, &r);
     return st == GCL_OK ? gcl_wait(&r) : st;
 }
 

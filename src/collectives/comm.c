@@ -180,7 +180,7 @@ int gcl_comm_shm(gcl_comm_t *c)
     const char *s = getenv("GCL_SHM_SLOT_BYTES");
     size_t slot = s ? strtoull(s, NULL, 0) : 0;
     if (slot < 4096)
-        slot = 4u << 20;
+        slot = GCL_SHM_SLOT_BYTES;
     gcl_status_t st = gcl_shm_open(c->rank, c->size, slot, shm_allgather_cb, c, &c->shm);
     int ok = st == GCL_OK, *all = malloc((size_t)c->size * sizeof(int));
     int agreed = all != NULL &&
@@ -281,7 +281,7 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
     /* the shared-memory segment is set up now, while every member is here:
      * set up lazily, first non-blocking collectives started in different
      * orders on two communicators would wait on each other */
-    if (!getenv("GCL_NO_SHM"))
+    if (!c->ctx->no_shm)
         (void)gcl_comm_shm(c);
     gcl_log(c, GCL_LOG_INFO, "split from comm %u (color %d, key %d): %d members on %d hosts", comm->id, color,
             key, n, c->nhosts);

@@ -5,8 +5,10 @@
 #include "collectives/gcl_internal.h"
 
 #include <stdarg.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <time.h>
 
@@ -98,6 +100,16 @@ void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...)
             c->ctx->rank, c->id, c->rank, c->size, msg);
 }
 
+void gcl_idle(const gcl_ctx_t *ctx, unsigned spin)
+{
+    if (ctx->yield_always || (spin & 255) == 255)
+        sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+        __builtin_ia32_pause(); /* leave the core's pipeline to an SMT sibling */
+#endif
+}
+
 static int read_env(gcl_ctx_t *ctx)
 {
     const char *s = getenv("GCL_LOG");
@@ -112,6 +124,7 @@ static int read_env(gcl_ctx_t *ctx)
     ctx->seg_bytes = s ? strtoull(s, NULL, 0) : 0;
     if (ctx->seg_bytes < 4096)
         ctx->seg_bytes = 256 << 10;
+    ctx->no_shm = getenv("GCL_NO_SHM") != NULL;
     return gcl_decision_init(ctx);
 }
 
@@ -184,7 +197,12 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
         gcl_finalize(c);
         return st;
     }
-    if (!getenv("GCL_NO_SHM")) /* eagerly, as for splits (comm.c) */
+    /* GCL_YIELD_WHEN_IDLE=1 / 0 forces; by default waits yield on every
+     * poll only when this host runs more ranks than it has cores */
+    const char *y = getenv("GCL_YIELD_WHEN_IDLE");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->yield_always = y && *y ? strcmp(y, "0") != 0 : cpus > 0 && c->local_size > cpus;
+    if (!ctx->no_shm) /* eagerly, as for splits (comm.c) */
         (void)gcl_comm_shm(c);
     gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
             ctx->nhosts, ipu_transport_kind_name(ctx->tp));

@@ -80,7 +80,7 @@ gcl_status_t gcl_decision_init(gcl_ctx_t *ctx)
 /* shm possible: one host, several members, not known to have failed */
 int gcl_shm_possible(const gcl_comm_t *c)
 {
-    return c->nhosts == 1 && c->size > 1 && c->shm_state >= 0 && getenv("GCL_NO_SHM") == NULL;
+    return c->nhosts == 1 && c->size > 1 && c->shm_state >= 0 && !c->ctx->no_shm;
 }
 
 static int applicable(const gcl_comm_t *c, gcl_coll_t coll, gcl_alg_t a)

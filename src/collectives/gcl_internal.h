@@ -52,6 +52,8 @@ typedef struct gcl_ctx {
     int debug, log_level;
     int forced[GCL_COLL_COUNT];/* gcl_alg_t or -1 */
     size_t seg_bytes;          /* pipelining segment */
+    int no_shm;                /* GCL_NO_SHM set */
+    int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
 } gcl_ctx_t;
 
@@ -236,6 +238,12 @@ int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
 /* Number of pipelining segments for blocks of up to maxcnt elements. */
 int gcl_nseg(const gcl_request_t *r, size_t maxcnt);
 gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a);
+/* Start the shm op a describes on shm (schedule.c). */
+gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_shm_args_t *a, gcl_shm_op_t **op);
+/* Called by every wait loop on each unsuccessful poll (spin counts them):
+ * yields the core every time when ranks outnumber cores (as Open MPI's
+ * mpi_yield_when_idle), else every 256th poll. */
+void gcl_idle(const gcl_ctx_t *ctx, unsigned spin);
 
 static inline int gcl_is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 static inline int gcl_pof2_below(int n) { int p = 1; while (p * 2 <= n) p *= 2; return p; }

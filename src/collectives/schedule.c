@@ -9,7 +9,6 @@
 #include "collectives/gcl_internal.h"
 #include "collectives/reduce_local.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +255,26 @@ static void complete(gcl_request_t *r, int i)
     }
 }
 
+gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_shm_args_t *a, gcl_shm_op_t **op)
+{
+    switch (a->coll) {
+    case GCL_COLL_ALLREDUCE:
+        return gcl_shm_allreduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, op);
+    case GCL_COLL_REDUCE:
+        return gcl_shm_reduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, a->root, op);
+    case GCL_COLL_REDUCE_SCATTER:
+        return gcl_shm_reduce_scatter_start(shm, a->send, a->recv, a->count, a->dtype, a->op, op);
+    case GCL_COLL_ALLGATHER:
+        return gcl_shm_allgather_start(shm, a->send, a->recv, a->count, a->dtype, op);
+    case GCL_COLL_BROADCAST:
+        return gcl_shm_broadcast_start(shm, a->recv, a->count, a->dtype, a->root, op);
+    case GCL_COLL_BARRIER:
+        return gcl_shm_barrier_start(shm, op);
+    default:
+        return GCL_ERR_INVALID_ARG;
+    }
+}
+
 static gcl_status_t post(gcl_request_t *r, int i)
 {
     gcl_sop_t *o = &r->ops[i];
@@ -273,31 +292,7 @@ static gcl_status_t post(gcl_request_t *r, int i)
         o->sub->deadline = r->deadline;
         break;
     case GOP_SHM: {
-        gcl_shm_args_t *a = o->shm;
-        gcl_shm_t *shm = c->shm;
-        gcl_status_t gs = GCL_ERR_INVALID_ARG;
-        switch (a->coll) {
-        case GCL_COLL_ALLREDUCE:
-            gs = gcl_shm_allreduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, &o->shm_op);
-            break;
-        case GCL_COLL_REDUCE:
-            gs = gcl_shm_reduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, a->root, &o->shm_op);
-            break;
-        case GCL_COLL_REDUCE_SCATTER:
-            gs = gcl_shm_reduce_scatter_start(shm, a->send, a->recv, a->count, a->dtype, a->op, &o->shm_op);
-            break;
-        case GCL_COLL_ALLGATHER:
-            gs = gcl_shm_allgather_start(shm, a->send, a->recv, a->count, a->dtype, &o->shm_op);
-            break;
-        case GCL_COLL_BROADCAST:
-            gs = gcl_shm_broadcast_start(shm, a->recv, a->count, a->dtype, a->root, &o->shm_op);
-            break;
-        case GCL_COLL_BARRIER:
-            gs = gcl_shm_barrier_start(shm, &o->shm_op);
-            break;
-        default:
-            break;
-        }
+        gcl_status_t gs = gcl_shm_start_args(c->shm, o->shm, &o->shm_op);
         if (gs != GCL_OK) {
             o->state = 2;
             return gs;
@@ -386,8 +381,11 @@ gcl_status_t gcl_req_progress(gcl_request_t *r)
                 return fail(r, st);
             moved = 1;
         }
-        if (r->nactive)
-            ipu_transport_progress(r->comm->ctx->tp);
+        for (int k = 0; k < r->nactive; k++) /* the network only when waited on */
+            if (r->ops[r->active[k]].kind == GOP_SEND || r->ops[r->active[k]].kind == GOP_RECV) {
+                ipu_transport_progress(r->comm->ctx->tp);
+                break;
+            }
         for (int k = 0; k < r->nactive;) {
             int i = r->active[k], done;
             gcl_status_t st = test_op(r, i, &done);
@@ -471,8 +469,7 @@ gcl_status_t gcl_req_wait(gcl_request_t *r)
 {
     gcl_status_t st;
     for (unsigned spin = 0; (st = test_once(r)) == GCL_IN_PROGRESS; spin++)
-        if ((spin & 255) == 255)
-            sched_yield();
+        gcl_idle(r->comm->ctx, spin);
     gcl_req_free(r);
     return st;
 }
@@ -505,6 +502,7 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
     gcl_status_t first = GCL_OK;
     int left = n;
     char msg[512] = "";
+    const gcl_ctx_t *ctx = NULL;
     for (unsigned spin = 0; left > 0; spin++) {
         left = 0;
         for (int i = 0; i < n; i++) {
@@ -512,6 +510,7 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
                 continue;
             gcl_status_t st = test_once(reqs[i]);
             if (st == GCL_IN_PROGRESS) {
+                ctx = reqs[i]->comm->ctx;
                 left++;
                 continue;
             }
@@ -522,8 +521,8 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
             gcl_req_free(reqs[i]);
             reqs[i] = NULL;
         }
-        if ((spin & 255) == 255)
-            sched_yield();
+        if (left > 0)
+            gcl_idle(ctx, spin);
     }
     if (first != GCL_OK)
         gcl_set_error(first, "%s", msg);

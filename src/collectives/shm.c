@@ -41,6 +41,7 @@
  * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
 #include "collectives/shm.h"
 
+#include "collectives/copy.h"
 #include "collectives/reduce_local.h"
 #include "common/status.h"
 
@@ -81,6 +82,7 @@ struct gcl_shm_op {
     gcl_shm_t *shm;
     gcl_shm_op_t *next;
     int kind, root, oneshot, inl, done;
+    int nt;           /* outputs written with streaming stores (large) */
     gcl_status_t status;
     const char *in;   /* this member's input */
     char *out;        /* this member's output (NULL: none) */
@@ -96,6 +98,7 @@ struct gcl_shm_op {
 struct gcl_shm {
     int rank, size;
     size_t slot, bytes, oneshot_max;
+    size_t stream_min; /* outputs from this size on bypass the cache */
     char *base;
     char *data;
     uint64_t next_g;              /* next free global segment number */
@@ -173,6 +176,15 @@ static size_t esize(gcl_dtype_t dt)
 }
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* A copy into the caller's output buffer. */
+static inline void out_copy(const gcl_shm_op_t *o, void *dst, const void *src, size_t n)
+{
+    if (o->nt)
+        gcl_copy_stream(dst, src, n);
+    else
+        gcl_copy(dst, src, n);
+}
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
 /* Reduce n sources (src[j], rank order) of m elements into dst (which may
@@ -184,7 +196,7 @@ static void reduce_sources(const gcl_shm_op_t *o, char *dst, const char *const *
     for (size_t i = 0; i < m; i += blk) {
         size_t k = min_sz(blk, m - i), off = i * o->es;
         if (n == 1)
-            memmove(dst + off, src[0] + off, k * o->es);
+            gcl_copy(dst + off, src[0] + off, k * o->es);
         else
             gcl_reduce_local3(dst + off, src[0] + off, src[1] + off, k, o->dt, o->op);
         for (int j = 2; j < n; j++)
@@ -192,7 +204,7 @@ static void reduce_sources(const gcl_shm_op_t *o, char *dst, const char *const *
         if (o->op == GCL_AVG)
             gcl_reduce_finish_avg(dst + off, k, o->dt, n);
         if (copy_to)
-            memcpy(copy_to + off, dst + off, k * o->es);
+            out_copy(o, copy_to + off, dst + off, k * o->es);
     }
 }
 
@@ -220,7 +232,7 @@ static int ar_oneshot(gcl_shm_op_t *o)
     if (o->k_in == 0) {
         if (!can_write(s, g))
             return 0;
-        memcpy(buf(s, s->rank, g, o->inl), o->in, bytes);
+        gcl_copy(buf(s, s->rank, g, o->inl), o->in, bytes);
         publish_in(s, g);
         o->k_in = 1;
     }
@@ -244,8 +256,8 @@ static void ar_copyin(gcl_shm_op_t *o, size_t k)
     ar_chunk(o, k, s->rank, &lo, &hi, &C);
     char *b = buf(s, s->rank, o->g0 + k, 0);
     const char *in = o->in + base * o->es;
-    memcpy(b, in, lo * o->es); /* chunks before mine, then after */
-    memcpy(b + hi * o->es, in + hi * o->es, (len - hi) * o->es);
+    gcl_copy(b, in, lo * o->es); /* chunks before mine, then after */
+    gcl_copy(b + hi * o->es, in + hi * o->es, (len - hi) * o->es);
 }
 
 static void ar_reduce(gcl_shm_op_t *o, size_t k)
@@ -281,7 +293,7 @@ static int ar_copyout(gcl_shm_op_t *o, size_t k)
             return 0;
         size_t lo, hi, C;
         ar_chunk(o, k, j, &lo, &hi, &C);
-        memcpy(o->out + (k * o->seg + lo) * o->es, buf(s, j, g, 0) + lo * o->es,
+        out_copy(o, o->out + (k * o->seg + lo) * o->es, buf(s, j, g, 0) + lo * o->es,
                (hi - lo) * o->es);
     }
     o->sub = 0;
@@ -325,7 +337,7 @@ static int rs_step(gcl_shm_op_t *o)
             char *b = buf(s, s->rank, o->g0 + k, o->inl);
             for (int c = 0; c < n; c++)
                 if (c != s->rank)
-                    memcpy(b + (size_t)c * P * o->es, o->in + ((size_t)c * o->count + k * P) * o->es,
+                    gcl_copy(b + (size_t)c * P * o->es, o->in + ((size_t)c * o->count + k * P) * o->es,
                            len * o->es);
             publish_in(s, o->g0 + k);
             o->k_in++;
@@ -357,10 +369,10 @@ static int ag_step(gcl_shm_op_t *o)
         if (o->k_in < o->nseg && o->k_out + 1 >= o->k_in && can_write(s, o->g0 + o->k_in)) {
             size_t k = o->k_in, len = min_sz(E, o->count - k * E) * o->es;
             const char *src = o->in + k * E * o->es;
-            memcpy(buf(s, s->rank, o->g0 + k, o->inl), src, len);
+            gcl_copy(buf(s, s->rank, o->g0 + k, o->inl), src, len);
             char *mine = o->out + ((size_t)s->rank * o->count + k * E) * o->es;
             if (mine != src)
-                memcpy(mine, src, len);
+                gcl_copy(mine, src, len);
             publish_in(s, o->g0 + k);
             o->k_in++;
             continue;
@@ -371,7 +383,7 @@ static int ag_step(gcl_shm_op_t *o)
                 int j = (s->rank + 1 + o->sub) % n;
                 if (!in_ready(s, j, o->g0 + k))
                     break;
-                memcpy(o->out + ((size_t)j * o->count + k * E) * o->es,
+                out_copy(o, o->out + ((size_t)j * o->count + k * E) * o->es,
                        buf(s, j, o->g0 + k, o->inl), len);
             }
             if (o->sub == n - 1) {
@@ -395,7 +407,7 @@ static int bc_step(gcl_shm_op_t *o)
     if (s->rank == o->root) {
         while (o->k_in < o->nseg && can_write(s, o->g0 + o->k_in)) {
             size_t k = o->k_in;
-            memcpy(buf(s, s->rank, o->g0 + k, o->inl), o->out + k * E * o->es,
+            gcl_copy(buf(s, s->rank, o->g0 + k, o->inl), o->out + k * E * o->es,
                    min_sz(E, o->count - k * E) * o->es);
             publish_in(s, o->g0 + k);
             o->k_in++;
@@ -408,7 +420,7 @@ static int bc_step(gcl_shm_op_t *o)
     }
     while (o->k_out < o->nseg && in_ready(s, o->root, o->g0 + o->k_out)) {
         size_t k = o->k_out;
-        memcpy(o->out + k * E * o->es, buf(s, o->root, o->g0 + k, o->inl),
+        out_copy(o, o->out + k * E * o->es, buf(s, o->root, o->g0 + k, o->inl),
                min_sz(E, o->count - k * E) * o->es);
         o->k_out++;
         /* read everything up to k: may claim k + 2 (never past this op) */
@@ -478,6 +490,8 @@ static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_
 static gcl_status_t op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
 {
     gcl_shm_t *s = o->shm;
+    size_t out_bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)s->size : 1);
+    o->nt = out_bytes > 0 && out_bytes >= s->stream_min;
     o->nseg = nseg;
     o->g0 = s->next_g;
     s->next_g += nseg;
@@ -544,7 +558,7 @@ static gcl_status_t reduce_start(gcl_shm_t *s, int kind, const char *what, const
     size_t bytes = count * o->es, nseg;
     if (s->size == 1) { /* local copy, no segments */
         if (count > 0 && o->out != o->in)
-            memcpy(o->out, o->in, bytes);
+            gcl_copy(o->out, o->in, bytes);
         nseg = 0;
     } else if (bytes <= s->oneshot_max && bytes <= s->slot) {
         o->oneshot = 1;
@@ -603,7 +617,7 @@ gcl_status_t gcl_shm_reduce_scatter_start(gcl_shm_t *s, const void *send, void *
     size_t nseg = 0;
     if (s->size == 1) {
         if (count > 0 && o->out != o->in)
-            memcpy(o->out, o->in, count * o->es);
+            gcl_copy(o->out, o->in, count * o->es);
     } else {
         size_t le = o->es >= 64 ? 1 : 64 / o->es;
         size_t P = s->slot / o->es / (size_t)s->size;
@@ -640,7 +654,7 @@ gcl_status_t gcl_shm_allgather_start(gcl_shm_t *s, const void *send, void *recv,
     size_t nseg = 0;
     if (s->size == 1) {
         if (count > 0 && o->out != o->in)
-            memcpy(o->out, o->in, count * o->es);
+            gcl_copy(o->out, o->in, count * o->es);
     } else {
         o->inl = count * o->es <= INL_BYTES;
         o->seg = o->inl ? count : s->slot / o->es;
@@ -811,6 +825,13 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                                                                  : slot_bytes, 4096);
     const char *env = getenv("GCL_SHM_ONESHOT_MAX");
     s->oneshot_max = env && *env ? strtoull(env, NULL, 0) : ONESHOT_MAX_DEFAULT;
+    /* streaming stores once the output alone is a quarter of the last-level
+     * cache (send and receive buffers of two members then exceed it) */
+    env = getenv("GCL_SHM_STREAM_BYTES");
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    s->stream_min = env && *env ? strtoull(env, NULL, 0)
+                    : l3 > 0    ? (size_t)l3 / 4
+                                : (size_t)8 << 20;
     size_t ctl = round_up(LINE + (size_t)local_size * 2 * LINE, 4096);
     s->bytes = ctl + (size_t)local_size * NBUF * s->slot;
 

@@ -5,6 +5,7 @@
  * dst == a, dst == b and the two-operand form; NaN, infinities, signed
  * zeros, float16/bfloat16 rounding ties and subnormals, integer wrap-around;
  * AVG through gcl_reduce_finish_avg; hand-computed cases and bad arguments. */
+#include "collectives/copy.h"
 #include "collectives/reduce_local.h"
 
 #include <math.h>
@@ -225,12 +226,45 @@ static void test_bad_args(void **state)
     gcl_reduce_finish_avg(NULL, 0, GCL_FLOAT32, 2); /* no-op */
 }
 
+/* gcl_copy / gcl_copy_stream against memcpy, for sizes around the 2 KiB
+ * switch and every relative alignment class of source and destination
+ * (the bytes around the destination must stay untouched). */
+static void test_copy(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 31, 32, 127, 2047, 2048, 2049, 4096 + 33, 70001};
+    size_t cap = 70001 + 256;
+    unsigned char *src = malloc(cap), *dst = malloc(cap), *ref = malloc(cap);
+    assert_non_null(src);
+    assert_non_null(dst);
+    assert_non_null(ref);
+    for (size_t i = 0; i < cap; i++)
+        src[i] = (unsigned char)(i * 131u + 7u);
+    for (int stream = 0; stream < 2; stream++)
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+            for (size_t so = 0; so < 64; so += 9)
+                for (size_t d = 0; d < 64; d += 5) {
+                    size_t n = sizes[k];
+                    memset(dst, 0xa5, cap);
+                    memset(ref, 0xa5, cap);
+                    memcpy(ref + d, src + so, n);
+                    (stream ? gcl_copy_stream : gcl_copy)(dst + d, src + so, n);
+                    if (memcmp(dst, ref, cap) != 0)
+                        fail_msg("gcl_copy%s of %zu bytes, source offset %zu, destination offset %zu "
+                                 "differs from memcpy", stream ? "_stream" : "", n, so, d);
+                }
+    free(src);
+    free(dst);
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference),
         cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_copy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
