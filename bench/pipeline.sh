@@ -24,11 +24,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ -x "$EXE" ] || { echo "bench/pipeline.sh: SKIP: $EXE not built" >&2; exit 77; }
 [ -f "$cache/$name/model.onnx" ] || "$PYTHON_REF" "$here/../tests/models/make_models.py" "$cache" "$name" >&2
 M=$cache/$name/model.onnx
-one() { # samples/s of one rank: batch / median latency
+# Every configuration reports samples over the wall time of the N timed
+# micro-batches, after 2 warm-up micro-batches (per replica).
+one() { # samples/s of one rank running the whole model
     taskset -c 0 "$EXE" "$M" --batches "$N" --warmup 2 | sed -n 's/^throughput: \([0-9.]*\) samples.*/\1/p'
 }
 multi() { # samples/s of a 2-rank run (ranks bound to cores 0 and 1)
-    mpirun -np 2 --bind-to core --map-by core "$EXE" "$M" --batches "$N" "$@" 2>/dev/null |
+    mpirun -np 2 --bind-to core --map-by core "$EXE" "$M" --batches "$N" --warmup 2 "$@" 2>/dev/null |
         sed -n 's/^throughput: \([0-9.]*\) samples.*/\1/p'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }

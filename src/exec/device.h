@@ -55,6 +55,9 @@ ipu_status_t ipu_device_run(ipu_device_t *dev);
  * finished and returns its status. No write/read/start while running. */
 ipu_status_t ipu_device_start(ipu_device_t *dev);
 ipu_status_t ipu_device_poll(ipu_device_t *dev, int *done);
+/* Block until a started run finishes or timeout_s (< 1 s) passes, whichever
+ * is first (at once when nothing runs); ipu_device_poll() then tells. */
+void ipu_device_wait(ipu_device_t *dev, double timeout_s);
 /* Accumulated seconds the worker spent running stages. */
 double ipu_device_busy_s(const ipu_device_t *dev);
 

@@ -228,6 +228,19 @@ ipu_status_t ipu_device_run(ipu_device_t *dev)
     return ipu_device_poll(dev, &done);
 }
 
+void ipu_device_wait(ipu_device_t *dev, double timeout_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+    long ns = until.tv_nsec + (long)(timeout_s * 1e9);
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&dev->mu);
+    while (dev->pending && pthread_cond_timedwait(&dev->cv, &dev->mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&dev->mu);
+}
+
 double ipu_device_busy_s(const ipu_device_t *dev)
 {
     return dev->busy_s;

@@ -70,6 +70,7 @@ typedef struct pipe {
     const ipu_pipeline_params_t *p;
     ipu_transport_t *tr;
     int rank, world, R, P, K, S, replica, C;
+    int W;                      /* warm-up sequences per replica (untimed, outputs dropped) */
     link_t *links;
     int n_links;
     lstage_t *ls;
@@ -80,6 +81,7 @@ typedef struct pipe {
     int n_credit_sends, cap_credit_sends;
     double t0;
     double *t_start, *t_end;    /* per sequence of this replica (stage 0 / last stage) */
+    double *busy_at_w;          /* per local stage: device busy seconds when sequence W started */
 } pipe_t;
 
 static double now_s(void)
@@ -92,9 +94,11 @@ static int stage_rank(const pipe_t *pp, int s)
     return pp->replica * pp->P + s / pp->K;
 }
 
+/* The micro-batch of sequence seq of this replica; warm-up sequences
+ * (seq < W) repeat the replica's first micro-batch. */
 static int mb_of(const pipe_t *pp, int64_t seq)
 {
-    return (int)(seq * pp->R + pp->replica);
+    return (int)((seq < pp->W ? 0 : seq - pp->W) * pp->R + pp->replica);
 }
 
 static ipu_status_t build_links(pipe_t *pp, const int *node_stage)
@@ -168,7 +172,7 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_bin
         free(nodes);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     }
-    int64_t total = (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
+    int64_t total = pp->W + (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
     ipu_status_t st = IPU_OK;
     for (int i = 0; i < pp->K && st == IPU_OK; i++) {
         lstage_t *ls = &pp->ls[pp->n_ls++];
@@ -343,6 +347,8 @@ static ipu_status_t try_start(pipe_t *pp, lstage_t *ls)
     }
     if (ls->s == 0)
         pp->t_start[seq] = now_s() - pp->t0;
+    if (seq == pp->W)
+        pp->busy_at_w[ls - pp->ls] = ipu_device_busy_s(ls->dev);
     if ((st = ipu_device_start(ls->dev)) != IPU_OK)
         return st;
     ls->running = 1;
@@ -391,7 +397,7 @@ static ipu_status_t try_emit(pipe_t *pp, lstage_t *ls)
     for (int i = 0; i < ls->n_out; i++)
         if (!ls->emitted[i])
             return IPU_OK;
-    for (int i = 0; i < ls->n_graph_out; i++) {
+    for (int i = 0; i < ls->n_graph_out && seq >= pp->W; i++) {
         int k = ls->graph_out[i];
         ipu_tensor_t t = ipu_device_tensor(ls->dev, pp->g->outputs[k]);
         if ((st = pp->p->take_output(pp->p->arg, mb_of(pp, seq), k, &t)) != IPU_OK)
@@ -534,11 +540,27 @@ static ipu_status_t schedule(pipe_t *pp)
             return ipu_error(IPU_ERR_TIMED_OUT, "rank %d: the pipeline made no progress for %.0f s",
                              pp->rank, pp->p->transport.timeout_s);
         }
-        if (!events) { /* back off so the IPU workers get the cores */
-            struct timespec ts = {0, idle_us * 1000};
-            nanosleep(&ts, NULL);
-            if (idle_us < 256)
-                idle_us *= 2;
+        if (!events) {
+            /* back off so the IPU workers get the cores: while a local stage
+             * computes, sleep until it finishes (the network is progressed
+             * at least every 4 ms); otherwise poll the network at most
+             * 256 us apart */
+            lstage_t *run = NULL;
+            for (int i = 0; i < pp->n_ls && !run; i++)
+                if (pp->ls[i].running)
+                    run = &pp->ls[i];
+            if (run) {
+                ipu_device_wait(run->dev, (double)idle_us * 1e-6);
+                if (idle_us < 4096)
+                    idle_us *= 2;
+            } else {
+                if (idle_us > 256)
+                    idle_us = 256;
+                struct timespec ts = {0, idle_us * 1000};
+                nanosleep(&ts, NULL);
+                if (idle_us < 256)
+                    idle_us *= 2;
+            }
         }
     }
 }
@@ -575,6 +597,7 @@ static void pipe_free(pipe_t *pp)
     free(pp->links);
     free(pp->t_start);
     free(pp->t_end);
+    free(pp->busy_at_w);
     ipu_transport_close(pp->tr);
 }
 
@@ -683,9 +706,11 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
                        "ranks x %d IPUs per rank / %d replicas give %d; run with -np %d (or change "
                        "--ipus-per-rank / --replicas)", plan.n_stages, pp.world, pp.K, pp.R, pp.S,
                        (plan.n_stages + pp.K - 1) / pp.K * pp.R);
-    pp.t_start = calloc((size_t)p->micro_batches + 1, sizeof(double));
-    pp.t_end = calloc((size_t)p->micro_batches + 1, sizeof(double));
-    if (st == IPU_OK && (!pp.t_start || !pp.t_end))
+    pp.W = p->warmup > 0 ? p->warmup : 0;
+    pp.t_start = calloc((size_t)p->micro_batches + (size_t)pp.W + 1, sizeof(double));
+    pp.t_end = calloc((size_t)p->micro_batches + (size_t)pp.W + 1, sizeof(double));
+    pp.busy_at_w = calloc((size_t)pp.K, sizeof(double));
+    if (st == IPU_OK && (!pp.t_start || !pp.t_end || !pp.busy_at_w))
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     if (st == IPU_OK)
         st = build_links(&pp, plan.node_stage);
@@ -726,19 +751,25 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     double t_done = now_s() - pp.t0;
     if (st != IPU_OK)
         goto out;
-    /* the report, gathered on rank 0 */
-    double wall = 0;
+    /* the report, gathered on rank 0: the timed window runs from the first
+     * start of a timed sequence (after the warm-up) to the last finish */
+    double wall = 0, t_first = 1e300, first = 0;
+    for (int i = 0; i < pp.n_ls; i++)
+        if (pp.ls[i].s == 0)
+            t_first = pp.t_start[pp.W];
     MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(&t_first, &first, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
+    wall -= first;
     int N = p->micro_batches;
     double *starts = calloc((size_t)N + 1, sizeof(double)), *ends = calloc((size_t)N + 1, sizeof(double));
     double *mine_s = calloc((size_t)N + 1, sizeof(double)), *mine_e = calloc((size_t)N + 1, sizeof(double));
     double busy[2 * 64] = {0}, allbusy[2 * 64] = {0};
     for (int i = 0; i < pp.n_ls; i++)
         if (pp.replica == 0 && pp.ls[i].s < 64) {
-            busy[pp.ls[i].s] = ipu_device_busy_s(pp.ls[i].dev);
-            busy[64 + pp.ls[i].s] = (double)pp.ls[i].total;
+            busy[pp.ls[i].s] = ipu_device_busy_s(pp.ls[i].dev) - pp.busy_at_w[i];
+            busy[64 + pp.ls[i].s] = (double)(pp.ls[i].total - pp.W);
         }
-    for (int64_t q = 0; q < pp.ls[0].total; q++) {
+    for (int64_t q = pp.W; q < pp.ls[0].total; q++) {
         int mb = mb_of(&pp, q);
         if (mine_s && mine_e && mb < N) {
             mine_s[mb] = pp.t_start[q];

@@ -26,6 +26,9 @@ typedef struct ipu_pipeline_params {
     int replicas;             /* R >= 1; the world size must be a multiple */
     int ipus_per_rank;        /* K >= 1 */
     int micro_batches;        /* N >= 1, over all replicas */
+    int warmup;               /* untimed micro-batches per replica streamed first
+                                 (each replica's first input again; outputs
+                                 dropped), default 0 */
     int credits;              /* micro-batches in flight per link (default 2) */
     int bind;                 /* 1 (default): bind IPU workers to cores (exec/binding.h) */
     int measure;              /* 1 (default): time the GEMM-like nodes once on
@@ -47,7 +50,8 @@ void ipu_pipeline_params_init(ipu_pipeline_params_t *p);
 /* What a run measured, on rank 0 (gathered from every rank). */
 typedef struct ipu_pipeline_report {
     int world, replicas, ranks_per_replica, stages;
-    double wall_s;            /* first start to last finish, all ranks */
+    double wall_s;            /* first start of a timed micro-batch (after the
+                                 warm-up) to the last finish, all ranks */
     double samples_per_s;     /* micro-batches x micro-batch size / wall_s */
     double latency_med_ms, latency_min_ms, latency_max_ms; /* per micro-batch, in -> out */
     double *stage_busy;       /* [stages]: busy fraction of replica 0's stages */

@@ -28,7 +28,7 @@ one_line() {
 M=$W/mlp
 expect 0 "check passes (symbolic batch 3)" "output 0 'y' float\[3,4\]: ok" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check
 expect 0 "latency line" "latency ms: median" -- "$EXE" "$M/model.onnx" --batches 3
-expect 0 "throughput counts the batch" "samples/s (batch 3)" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0"
+expect 0 "throughput counts the batch" "micro-batch of 3)" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0"
 expect 0 ".npy input (batch 2)" "float\[2,4\]: ok" -- "$EXE" "$M/model.onnx" --inputs "$M/npy" --check
 expect 1 "check mismatch names the worst element" "worst at \[1,2\]" -- "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
 expect 0 "inputs matched by name, two outputs, int64 output" "output 1 'shape' int64\[2\]: ok" -- "$EXE" "$W/two_in/model.onnx" --inputs "$W/two_in/test_data_set_0" --check
