@@ -16,12 +16,13 @@
  *  -r  rounds per size (default 5), see below
  *  -n  libgcl only (no MPI column)
  *
- * Per size, -r rounds, each: a barrier, warm-up, the timed loop for libgcl,
- * then the same for the MPI counterpart (MPI_Allreduce,
+ * -r rounds, each over every size: a barrier, warm-up, the timed loop for
+ * libgcl, then the same for the MPI counterpart (MPI_Allreduce,
  * MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast from root 0) on the
- * same buffers, each loop taking about -t / -r seconds. Alternating rounds
- * expose both sides to the same machine noise (a shared VM's neighbours come
- * and go within seconds). Reported: the median over rounds of the average
+ * same buffers, each loop taking about -t / -r seconds. Alternating loops,
+ * and rounds spread over the whole run, expose both sides to the same
+ * machine noise (a shared VM's neighbours come and go within seconds); the
+ * table is printed at the end. Reported: the median over rounds of the average
  * time per call (max over ranks); algbw = bytes / time; busbw =
  * algbw x 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter, allgather), 1
  * (broadcast) as nccl-tests; the libgcl/MPI busbw ratio; and a check that
@@ -276,33 +277,47 @@ int main(int argc, char **argv)
         printf("|-----------:|--------------------|-----------:|----------:|----------:|-----------:|----------:|"
                "----------:|-------:|-------|\n");
     }
-    int bad = 0;
-    for (size_t bytes = lo; bytes <= hi; bytes *= 2) {
+    /* the sizes, then the rounds as the outer loop: each size's rounds are
+     * spread over the whole run */
+    enum { MAX_SIZES = 64 };
+    size_t counts[MAX_SIZES];
+    int nsz = 0;
+    for (size_t bytes = lo; bytes <= hi && nsz < MAX_SIZES; bytes *= 2) {
         size_t count = bytes / es / (per_rank ? (size_t)size : 1);
-        if (count == 0)
-            continue;
-        size_t total = count * es * (per_rank ? (size_t)size : 1);
-        job_t j = {coll, dt, op, count, send, recv, gc};
-        if (coll == C_BROADCAST && rank == 0)
-            memcpy(recv, send, count * es);
-        double tgr[MAX_ROUNDS], tmr[MAX_ROUNDS];
-        job_t m = j;
-        m.recv = ref;
-        if (!no_mpi && coll == C_BROADCAST && rank == 0)
-            memcpy(ref, send, count * es);
-        for (int r = 0; r < rounds; r++) {
-            tgr[r] = measure(gcl_once, &j, iters, warm, budget / rounds);
-            tmr[r] = no_mpi ? 0 : measure(mpi_once, &m, iters, warm, budget / rounds);
+        if (count > 0)
+            counts[nsz++] = count;
+        if (bytes > hi / 2)
+            break;
+    }
+    static double tgr[MAX_SIZES][MAX_ROUNDS], tmr[MAX_SIZES][MAX_ROUNDS];
+    int okk[MAX_SIZES];
+    for (int k = 0; k < nsz; k++)
+        okk[k] = 1;
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < nsz; k++) {
+            job_t j = {coll, dt, op, counts[k], send, recv, gc};
+            job_t m = j;
+            m.recv = ref;
+            if (coll == C_BROADCAST && rank == 0) {
+                memcpy(recv, send, counts[k] * es);
+                if (!no_mpi)
+                    memcpy(ref, send, counts[k] * es);
+            }
+            tgr[k][r] = measure(gcl_once, &j, iters, warm, budget / rounds);
+            tmr[k][r] = no_mpi ? 0 : measure(mpi_once, &m, iters, warm, budget / rounds);
+            if (!no_mpi) {
+                size_t outb = counts[k] * es * (coll == C_ALLGATHER ? (size_t)size : 1);
+                int mine = !exact || memcmp(recv, ref, outb) == 0, all;
+                MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+                okk[k] &= all;
+            }
         }
-        double tg = median(tgr, rounds), tm = median(tmr, rounds);
-        int ok = 1;
-        if (!no_mpi) {
-            size_t outb = count * es * (coll == C_ALLGATHER ? (size_t)size : 1);
-            int mine = !exact || memcmp(recv, ref, outb) == 0, all;
-            MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-            ok = all;
-            bad |= !ok;
-        }
+    int bad = 0;
+    for (int k = 0; k < nsz; k++) {
+        size_t total = counts[k] * es * (per_rank ? (size_t)size : 1);
+        double tg = median(tgr[k], rounds), tm = median(tmr[k], rounds);
+        int ok = okk[k];
+        bad |= !ok;
         if (rank == 0) {
             char hs[32];
             human(hs, sizeof hs, total);
@@ -316,8 +331,6 @@ int main(int argc, char **argv)
                        exact ? (ok ? "ok" : "FAIL") : "-");
             fflush(stdout);
         }
-        if (bytes > hi / 2)
-            break;
     }
     free(send);
     free(recv);
