@@ -37,6 +37,10 @@ up)
         ip -n $h addr add $NET.$((i + 10))/24 dev veth0
         ip -n $h link set veth0 up
         ip -n $h link set lo up
+        # a connection with data in flight to a host whose link went down is
+        # given up after ~13 s of retransmissions (default: ~15 min), as the
+        # launcher's keepalive does for an idle one
+        ip netns exec $h sysctl -qw net.ipv4.tcp_retries2=5 2>/dev/null || true
         echo "$NET.$((i + 10)) $h" >> $STATE/hosts
         echo "$NET.$((i + 10)) slots=${SLOTS:-2}" >> $STATE/hostfile
         i=$((i + 1))
