@@ -543,16 +543,15 @@ static ipu_status_t schedule(pipe_t *pp)
         if (!events) {
             /* back off so the IPU workers get the cores: while a local stage
              * computes, sleep until it finishes (the network is progressed
-             * at least every 4 ms); otherwise poll the network at most
-             * 256 us apart */
+             * every 2 ms: transfers in flight keep moving, and nothing they
+             * bring is needed before the stage ends); otherwise poll the
+             * network with a back-off of at most 256 us */
             lstage_t *run = NULL;
             for (int i = 0; i < pp->n_ls && !run; i++)
                 if (pp->ls[i].running)
                     run = &pp->ls[i];
             if (run) {
-                ipu_device_wait(run->dev, (double)idle_us * 1e-6);
-                if (idle_us < 4096)
-                    idle_us *= 2;
+                ipu_device_wait(run->dev, 2e-3);
             } else {
                 if (idle_us > 256)
                     idle_us = 256;
