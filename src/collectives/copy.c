@@ -3,17 +3,11 @@
  * (plain or non-temporal), four vectors per iteration, cloned for AVX2 as
  * reduce_local.c is. */
 #include "collectives/copy.h"
+#include "collectives/clones.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && !defined(IPU_EW_NO_CLONES) && __GNUC__ >= 12
-#define GCL_CLONES , target_clones("arch=x86-64-v3", "default")
-#elif defined(__x86_64__) && !defined(IPU_EW_NO_CLONES)
-#define GCL_CLONES , target_clones("avx2", "default")
-#else
-#define GCL_CLONES
-#endif
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 typedef char v32 __attribute__((vector_size(32), aligned(32)));

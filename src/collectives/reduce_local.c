@@ -16,6 +16,7 @@
  *  - AVG reduces as SUM; gcl_reduce_finish_avg divides (floats: IEEE
  *    division; integers: truncating, exact for group sizes below 2^22). */
 #include "collectives/reduce_local.h"
+#include "collectives/clones.h"
 
 #include "common/dtype.h"
 #include "common/status.h"
@@ -23,13 +24,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && !defined(IPU_EW_NO_CLONES) && __GNUC__ >= 12
-#define GCL_CLONES , target_clones("arch=x86-64-v3", "default")
-#elif defined(__x86_64__) && !defined(IPU_EW_NO_CLONES)
-#define GCL_CLONES , target_clones("avx2", "default")
-#else
-#define GCL_CLONES
-#endif
 #define GCL_HOT __attribute__((optimize("O3", "no-math-errno", "no-trapping-math") GCL_CLONES))
 #define INLINE static inline __attribute__((always_inline))
 
