@@ -1,7 +1,7 @@
 /* gcl-bench: libgcl against MPI, OSU style (osu_allreduce etc.), one run.
  *
  *   mpirun -np N bench/gcl-bench [-c COLL] [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n]
+ *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n] [-v]
  *
  *  -c  allreduce (default), reduce_scatter, allgather, broadcast
  *  -m  message sizes in bytes, MIN:MAX doubling (default 8:268435456); the
@@ -15,6 +15,7 @@
  *  -a  force libgcl's algorithm (sets GCL_<COLL>_ALGO before gcl_init_mpi)
  *  -r  rounds per size (default 5), see below
  *  -n  libgcl only (no MPI column)
+ *  -v  every round's times on stderr (to see the machine's slow states)
  *
  * -r rounds, each over every size: a barrier, warm-up, the timed loop for
  * libgcl, then the same for the MPI counterpart (MPI_Allreduce,
@@ -186,7 +187,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: gcl-bench [-c allreduce|reduce_scatter|allgather|broadcast] [-m MIN:MAX] [-i ITERS]\n"
                     "                 [-x WARMUP] [-d f32|f64|f16|bf16|i8|u8|i32|i64] [-o sum|prod|min|max|avg]\n"
-                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n]\n");
+                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n] [-v]\n");
 }
 
 static void human(char *s, size_t n, size_t b)
@@ -201,13 +202,13 @@ static void human(char *s, size_t n, size_t b)
 
 int main(int argc, char **argv)
 {
-    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, rounds = 5, opt;
+    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, rounds = 5, trace = 0, opt;
     gcl_dtype_t dt = GCL_FLOAT32;
     gcl_op_t op = GCL_SUM;
     size_t lo = 8, hi = 256u << 20;
     double budget = 1.0;
     const char *algo = NULL;
-    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:nh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:nvh")) != -1) {
         int k;
         switch (opt) {
         case 'c': if ((coll = lookup(optarg, CNAME, C_COUNT)) < 0) { usage(); return 2; } break;
@@ -220,6 +221,7 @@ int main(int argc, char **argv)
         case 't': budget = atof(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'n': no_mpi = 1; break;
+        case 'v': trace = 1; break;
         default: usage(); return opt == 'h' ? 0 : 2;
         }
     }
@@ -305,6 +307,9 @@ int main(int argc, char **argv)
             }
             tgr[k][r] = measure(gcl_once, &j, iters, warm, budget / rounds);
             tmr[k][r] = no_mpi ? 0 : measure(mpi_once, &m, iters, warm, budget / rounds);
+            if (trace && rank == 0)
+                fprintf(stderr, "round %d, %zu elements: libgcl %.2f us, MPI %.2f us\n", r, counts[k],
+                        tgr[k][r] * 1e6, tmr[k][r] * 1e6);
             if (!no_mpi) {
                 size_t outb = counts[k] * es * (coll == C_ALLGATHER ? (size_t)size : 1);
                 int mine = !exact || memcmp(recv, ref, outb) == 0, all;
