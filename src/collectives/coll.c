@@ -62,8 +62,8 @@ static gcl_status_t build_trivial(gcl_request_t *r, const gcl_args_t *a)
 
 gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a)
 {
-    gcl_shm_args_t s = {.coll = a->coll, .send = a->send, .recv = a->recv, .count = a->count,
-                        .dtype = a->dtype, .op = r->op, .root = a->root};
+    gcl_args_t s = *a;
+    s.op = r->op;
     gcl_s_shm(r, &s, -1, -1);
     return r->err;
 }
@@ -140,8 +140,8 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
 {
     const char *n = gcl_coll_name(a->coll);
     int avg = a->op == GCL_AVG && is_reduction(a->coll);
-    gcl_shm_args_t s = {.coll = a->coll, .send = a->send, .recv = a->recv, .count = a->count,
-                        .dtype = a->dtype, .op = avg ? GCL_SUM : a->op, .root = a->root};
+    gcl_args_t s = *a;
+    s.op = avg ? GCL_SUM : a->op;
     gcl_shm_op_t *op;
     c->seq++; /* as a request would take */
     gcl_status_t st = gcl_shm_start_args(c->shm, &s, &op);

@@ -80,7 +80,8 @@ struct gcl_comm {
 
 typedef enum { GOP_SEND, GOP_RECV, GOP_REDUCE, GOP_COPY, GOP_SUB, GOP_SHM } gcl_op_kind_t;
 
-typedef struct gcl_shm_args {
+/* A collective's arguments (also those of a shared-memory op). */
+typedef struct gcl_args {
     gcl_coll_t coll;
     const void *send;
     void *recv;
@@ -88,7 +89,7 @@ typedef struct gcl_shm_args {
     gcl_dtype_t dtype;
     gcl_op_t op;
     int root;
-} gcl_shm_args_t;
+} gcl_args_t;
 
 #define GCL_MAX_DEPS 4
 typedef struct gcl_sop {
@@ -101,7 +102,7 @@ typedef struct gcl_sop {
     ipu_treq_t *treq;
     gcl_request_t *sub;
     gcl_shm_op_t *shm_op;
-    gcl_shm_args_t *shm;
+    gcl_args_t *shm;
     int ndeps, deps[GCL_MAX_DEPS];
     int nwait, succ_off, nsucc;
 } gcl_sop_t;
@@ -150,7 +151,7 @@ int gcl_s_recv(gcl_request_t *r, int peer, unsigned step, void *buf, size_t byte
 int gcl_s_reduce(gcl_request_t *r, void *dst, const void *a, const void *b, size_t count, int d0, int d1);
 int gcl_s_copy(gcl_request_t *r, void *dst, const void *src, size_t bytes, int d0, int d1);
 int gcl_s_sub(gcl_request_t *r, gcl_request_t *child, int d0, int d1);
-int gcl_s_shm(gcl_request_t *r, const gcl_shm_args_t *a, int d0, int d1);
+int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
 /* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
 gcl_status_t gcl_req_progress(gcl_request_t *r);
@@ -176,15 +177,6 @@ const char *gcl_coll_name(gcl_coll_t c);
 int gcl_shm_possible(const gcl_comm_t *c);
 
 /* collectives */
-typedef struct gcl_args {
-    gcl_coll_t coll;
-    const void *send;
-    void *recv;
-    size_t count;
-    gcl_dtype_t dtype;
-    gcl_op_t op;
-    int root;
-} gcl_args_t;
 /* Validate, check (GCL_DEBUG), choose, build: the front end of every
  * collective. internal: a child of another request (no check, no log). */
 gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out);
@@ -239,7 +231,7 @@ int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
 int gcl_nseg(const gcl_request_t *r, size_t maxcnt);
 gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a);
 /* Start the shm op a describes on shm (schedule.c). */
-gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_shm_args_t *a, gcl_shm_op_t **op);
+gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_t **op);
 /* Called by every wait loop on each unsuccessful poll (spin counts them):
  * yields the core every time when ranks outnumber cores (as Open MPI's
  * mpi_yield_when_idle), else every 256th poll. */

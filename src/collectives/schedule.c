@@ -179,7 +179,7 @@ int gcl_s_sub(gcl_request_t *r, gcl_request_t *child, int d0, int d1)
     return i;
 }
 
-int gcl_s_shm(gcl_request_t *r, const gcl_shm_args_t *a, int d0, int d1)
+int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1)
 {
     int i = add(r, GOP_SHM, d0, d1);
     if (i < 0)
@@ -255,7 +255,7 @@ static void complete(gcl_request_t *r, int i)
     }
 }
 
-gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_shm_args_t *a, gcl_shm_op_t **op)
+gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_t **op)
 {
     switch (a->coll) {
     case GCL_COLL_ALLREDUCE:

@@ -507,12 +507,13 @@ static ipu_status_t schedule(pipe_t *pp)
         if (!busy && !sending && pp->n_credit_sends == 0)
             return IPU_OK;
         double t = now_s();
-        int computing = 0;
-        for (int i = 0; i < pp->n_ls; i++)
-            computing |= pp->ls[i].running;
+        lstage_t *run = NULL; /* a local stage computing */
+        for (int i = 0; i < pp->n_ls && !run; i++)
+            if (pp->ls[i].running)
+                run = &pp->ls[i];
         if (events)
             idle_us = 1;
-        if (events || computing) {
+        if (events || run) {
             last_event = t; /* a running stage is progress */
         } else if (t - last_event > pp->p->transport.timeout_s) {
             /* name what we wait for */
@@ -546,10 +547,6 @@ static ipu_status_t schedule(pipe_t *pp)
              * every 2 ms: transfers in flight keep moving, and nothing they
              * bring is needed before the stage ends); otherwise poll the
              * network with a back-off of at most 256 us */
-            lstage_t *run = NULL;
-            for (int i = 0; i < pp->n_ls && !run; i++)
-                if (pp->ls[i].running)
-                    run = &pp->ls[i];
             if (run) {
                 ipu_device_wait(run->dev, 2e-3);
             } else {

@@ -1,9 +1,31 @@
 #include "refdir.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <cmocka.h>
+
+void *refdir_load(const char *dir, const char *name, const char *part, size_t bytes)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.%s.bin", dir, name, part);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("missing reference file %s", path);
+    void *buf = malloc(bytes + 1);
+    assert_non_null(buf);
+    size_t got = fread(buf, 1, bytes + 1, f);
+    fclose(f);
+    if (got != bytes)
+        fail_msg("%s: %zu bytes, expected %zu (the reference script wrote other shapes)", path, got,
+                 bytes);
+    return buf;
+}
 
 int refdir_make(const char *prefix, const char *script, char *dir, size_t len)
 {

@@ -10,6 +10,10 @@
  * `PYTHON_REF top_srcdir/tests/unit/script DIR`. Returns 0, or -1 with a
  * message on stderr. */
 int refdir_make(const char *prefix, const char *script, char *dir, size_t len);
+/* Contents of DIR/<name>.<part>.bin, which must hold exactly bytes bytes
+ * (malloc'd; the caller frees). A missing or wrongly sized file fails the
+ * running cmocka test. */
+void *refdir_load(const char *dir, const char *name, const char *part, size_t bytes);
 /* Remove the folder and what is in it. */
 void refdir_remove(const char *dir);
 

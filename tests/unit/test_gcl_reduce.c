@@ -42,18 +42,7 @@ static int teardown(void **state)
 
 static void *load(const char *dt, const char *what, size_t bytes)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s.%s.bin", g_dir, dt, what);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("missing reference file %s", path);
-    void *buf = malloc(bytes + 1);
-    assert_non_null(buf);
-    size_t got = fread(buf, 1, bytes + 1, f);
-    fclose(f);
-    if (got != bytes)
-        fail_msg("%s: %zu bytes, expected %zu", path, got, bytes);
-    return buf;
+    return refdir_load(g_dir, dt, what, bytes);
 }
 
 static int is_nan(gcl_dtype_t dt, const void *p)

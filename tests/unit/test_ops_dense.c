@@ -45,19 +45,7 @@ static int teardown(void **state)
 /* Contents of <case>.<slot>.bin, which must hold exactly bytes bytes. */
 static void *load(const char *cs, const char *slot, size_t bytes)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s.%s.bin", g_dir, cs, slot);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("missing reference file %s", path);
-    void *buf = malloc(bytes + 1);
-    assert_non_null(buf);
-    size_t got = fread(buf, 1, bytes + 1, f);
-    fclose(f);
-    if (got != bytes)
-        fail_msg("%s: %zu bytes, expected %zu (shapes differ from ref_dense.py)", path, got,
-                 bytes);
-    return buf;
+    return refdir_load(g_dir, cs, slot, bytes);
 }
 
 static size_t numel(shape_t s)
