@@ -21,11 +21,15 @@
  *  - Collective calls on one communicator must be made by all its members in
  *    the same order with matching arguments (GCL_DEBUG=1 checks this and
  *    reports a mismatch instead of hanging).
- *  - A communicator is used by one thread at a time.
+ *  - A context (the communicators of one gcl_init_* and their splits) is
+ *    used by one thread at a time: they share one transport worker.
  *  - Destroy/finalize functions accept NULL and return void.
  *
- * Thread safety, progress: collectives progress inside gcl_test/gcl_wait
- * and inside blocking calls; there is no progress thread.
+ * Progress: there is no progress thread. Every gcl_test, gcl_wait,
+ * gcl_wait_all and blocking call progresses all the outstanding
+ * non-blocking calls of its context, not only its own (the progress rule of
+ * MPI 4.0 section 3.7.4), so ranks may complete calls on different
+ * communicators in different orders.
  */
 #ifndef GCL_GCL_H
 #define GCL_GCL_H

@@ -126,6 +126,7 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
             gcl_req_free(r);
             return st;
         }
+        gcl_req_track(r);
     }
     *out = r;
     return GCL_OK;
@@ -161,6 +162,8 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
                                      c->size, c->timeout_s);
             }
         }
+        if (c->ctx->live)
+            gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */
         gcl_idle(c->ctx, spin);
     }
     if (st == GCL_OK && avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))

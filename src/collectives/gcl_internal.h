@@ -55,6 +55,7 @@ typedef struct gcl_ctx {
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
+    struct gcl_request *live;  /* the user's outstanding requests (gcl_req_track) */
 } gcl_ctx_t;
 
 struct gcl_comm {
@@ -130,6 +131,8 @@ struct gcl_request {
     int avg_n;
     gcl_alloc_t *allocs;
     int is_child;
+    int tracked;               /* on ctx->live */
+    gcl_request_t *live_prev, *live_next;
 };
 
 /* Thread-local error message of libgcl; returns st. */
@@ -143,6 +146,14 @@ void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...) __attribute__
 gcl_request_t *gcl_req_new(gcl_comm_t *c, gcl_coll_t coll, const char *name, int scope, gcl_dtype_t dtype,
                            gcl_op_t op);
 void gcl_req_free(gcl_request_t *r);
+/* Put a request handed to the user on its context's live list, so that
+ * every wait and test progresses it (the MPI progress rule, MPI 4.0 §3.7.4:
+ * two ranks waiting on non-blocking calls of two communicators in opposite
+ * orders must both complete). gcl_req_free takes it off. */
+void gcl_req_track(gcl_request_t *r);
+/* Advance every live request of ctx but skip (NULL: none); their outcomes
+ * stay in them for their own test or wait. */
+void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip);
 void *gcl_req_alloc(gcl_request_t *r, size_t bytes);
 /* Add ops; deps < 0 are ignored; each returns the op's index (or -1 after
  * an allocation failure, recorded in r->err). */

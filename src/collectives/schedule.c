@@ -59,10 +59,42 @@ static void cancel_active(gcl_request_t *r)
     }
 }
 
+void gcl_req_track(gcl_request_t *r)
+{
+    gcl_ctx_t *ctx = r->comm->ctx;
+    r->tracked = 1;
+    r->live_prev = NULL;
+    r->live_next = ctx->live;
+    if (ctx->live)
+        ctx->live->live_prev = r;
+    ctx->live = r;
+}
+
+static void untrack(gcl_request_t *r)
+{
+    if (!r->tracked)
+        return;
+    if (r->live_prev)
+        r->live_prev->live_next = r->live_next;
+    else
+        r->comm->ctx->live = r->live_next;
+    if (r->live_next)
+        r->live_next->live_prev = r->live_prev;
+    r->tracked = 0;
+}
+
+void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip)
+{
+    for (gcl_request_t *r = ctx->live; r; r = r->live_next)
+        if (r != skip && !r->err && (!r->started || r->ndone < r->nops))
+            (void)gcl_req_progress(r);
+}
+
 void gcl_req_free(gcl_request_t *r)
 {
     if (r == NULL)
         return;
+    untrack(r);
     cancel_active(r);
     for (int i = 0; i < r->nops; i++) {
         gcl_req_free(r->ops[i].sub);
@@ -457,8 +489,12 @@ static gcl_status_t timed_out(gcl_request_t *r)
     return GCL_ERR_TIMED_OUT;
 }
 
-static gcl_status_t test_once(gcl_request_t *r)
+/* Progress r (others: also every other live request first, so that r's
+ * error, if any, is the message left). */
+static gcl_status_t test_once(gcl_request_t *r, int others)
 {
+    if (others && (r->comm->ctx->live != r || r->live_next))
+        gcl_progress_live(r->comm->ctx, r);
     gcl_status_t st = gcl_req_progress(r);
     if (st == GCL_IN_PROGRESS && r->deadline > 0 && gcl_now() > r->deadline)
         return timed_out(r);
@@ -468,7 +504,7 @@ static gcl_status_t test_once(gcl_request_t *r)
 gcl_status_t gcl_req_wait(gcl_request_t *r)
 {
     gcl_status_t st;
-    for (unsigned spin = 0; (st = test_once(r)) == GCL_IN_PROGRESS; spin++)
+    for (unsigned spin = 0; (st = test_once(r, 1)) == GCL_IN_PROGRESS; spin++)
         gcl_idle(r->comm->ctx, spin);
     gcl_req_free(r);
     return st;
@@ -478,7 +514,7 @@ gcl_status_t gcl_test(gcl_request_t **req)
 {
     if (req == NULL || *req == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_test: NULL request");
-    gcl_status_t st = test_once(*req);
+    gcl_status_t st = test_once(*req, 1);
     if (st != GCL_IN_PROGRESS) {
         gcl_req_free(*req);
         *req = NULL;
@@ -502,13 +538,15 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
     gcl_status_t first = GCL_OK;
     int left = n;
     char msg[512] = "";
-    const gcl_ctx_t *ctx = NULL;
+    gcl_ctx_t *ctx = NULL;
     for (unsigned spin = 0; left > 0; spin++) {
         left = 0;
+        if (ctx && ctx->live) /* once per sweep: the requests not in reqs */
+            gcl_progress_live(ctx, NULL);
         for (int i = 0; i < n; i++) {
             if (reqs[i] == NULL)
                 continue;
-            gcl_status_t st = test_once(reqs[i]);
+            gcl_status_t st = test_once(reqs[i], 0);
             if (st == GCL_IN_PROGRESS) {
                 ctx = reqs[i]->comm->ctx;
                 left++;
@@ -572,6 +610,7 @@ static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t 
         gcl_req_free(r);
         return st;
     }
+    gcl_req_track(r);
     *req = r;
     return GCL_OK;
 }

@@ -104,6 +104,51 @@ static int concurrent(gcl_comm_t *cons, MPI_Comm mcons, gcl_comm_t *orth, MPI_Co
     return 1;
 }
 
+/* The progress rule: with non-blocking collectives pending on two
+ * communicators, even ranks complete them in one order and odd ranks in the
+ * other (by waits, then by a blocking call on one communicator while the
+ * other's call is pending). Each completes only if libgcl's waits progress
+ * every outstanding call, not just the one waited for. 4 MiB per call, so
+ * that each takes many steps (shm segments, or ring steps over UCX). */
+static void crossed(gcl_comm_t *c1, MPI_Comm m1, gcl_comm_t *c2, MPI_Comm m2, uint64_t seed)
+{
+    enum { N = 1 << 20 };
+    float *a = malloc(N * sizeof(float)), *ao = malloc(N * sizeof(float));
+    float *b = malloc(N * sizeof(float)), *bo = malloc(N * sizeof(float));
+    if (!a || !ao || !b || !bo) {
+        CHECK(0, "crossed: out of memory");
+        free(a), free(ao), free(b), free(bo);
+        return;
+    }
+    ref_fill(a, N, GCL_FLOAT32, GCL_SUM, seed, rank);
+    ref_fill(b, N, GCL_FLOAT32, GCL_SUM, seed + 1, rank);
+    gcl_request_t *ra = NULL, *rb = NULL;
+    int ok = gok(gcl_iallreduce(a, ao, N, GCL_FLOAT32, GCL_SUM, c1, &ra), "crossed: iallreduce on c1") &
+             gok(gcl_iallreduce(b, bo, N, GCL_FLOAT32, GCL_SUM, c2, &rb), "crossed: iallreduce on c2");
+    if (rank % 2 == 0)
+        ok &= gok(gcl_wait(&ra), "crossed: wait c1 first") & gok(gcl_wait(&rb), "crossed: then c2");
+    else
+        ok &= gok(gcl_wait(&rb), "crossed: wait c2 first") & gok(gcl_wait(&ra), "crossed: then c1");
+    if (ok) {
+        check_allreduce_on(m1, "crossed waits: allreduce on c1", a, ao, N, GCL_FLOAT32, GCL_SUM);
+        check_allreduce_on(m2, "crossed waits: allreduce on c2", b, bo, N, GCL_FLOAT32, GCL_SUM);
+    }
+    /* a blocking call on one communicator while the other's is pending */
+    ref_fill(a, N, GCL_FLOAT32, GCL_SUM, seed + 2, rank);
+    ref_fill(b, N, GCL_FLOAT32, GCL_SUM, seed + 3, rank);
+    gcl_comm_t *nb = rank % 2 ? c2 : c1, *bl = rank % 2 ? c1 : c2;
+    float *nbi = rank % 2 ? b : a, *nbo = rank % 2 ? bo : ao, *bli = rank % 2 ? a : b, *blo = rank % 2 ? ao : bo;
+    gcl_request_t *r = NULL;
+    ok = gok(gcl_iallreduce(nbi, nbo, N, GCL_FLOAT32, GCL_SUM, nb, &r), "crossed: iallreduce pending");
+    ok &= gok(gcl_allreduce(bli, blo, N, GCL_FLOAT32, GCL_SUM, bl), "crossed: blocking allreduce meanwhile");
+    ok &= gok(gcl_wait(&r), "crossed: wait the pending one");
+    if (ok) {
+        check_allreduce_on(m1, "crossed blocking: allreduce on c1", a, ao, N, GCL_FLOAT32, GCL_SUM);
+        check_allreduce_on(m2, "crossed blocking: allreduce on c2", b, bo, N, GCL_FLOAT32, GCL_SUM);
+    }
+    free(a), free(ao), free(b), free(bo);
+}
+
 void suite_split(void)
 {
     uint64_t seed = 1000;
@@ -189,6 +234,16 @@ void suite_split(void)
         for (int round = 0; round < 3; round++, seed += 10)
             if (!concurrent(cons, mcons, orth, morth, par, mpar, un, mun, seed))
                 break;
+    if (size > 1) { /* world and a copy of it, so both parities are in each */
+        gcl_comm_t *all;
+        MPI_Comm mall;
+        group(GCL_GROUP_ALL, size, &all, &mall);
+        if (all && gok(gcl_comm_set_timeout(all, 10), "gcl_comm_set_timeout") &&
+            gok(gcl_comm_set_timeout(world, 10), "gcl_comm_set_timeout"))
+            crossed(world, MPI_COMM_WORLD, all, mall, seed);
+        gcl_comm_destroy(all);
+        MPI_Comm_free(&mall);
+    }
     gok(gcl_comm_set_timeout(world, 60), "gcl_comm_set_timeout");
     gcl_comm_destroy(cons);
     gcl_comm_destroy(orth);
