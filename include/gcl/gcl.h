@@ -153,7 +153,9 @@ gcl_status_t gcl_comm_split_group(gcl_comm_t *comm, gcl_group_t kind, int group_
 
 /** Per-communicator timeout for every call on it (seconds, <= 0: none). */
 gcl_status_t gcl_comm_set_timeout(gcl_comm_t *comm, double timeout_s);
-/** Destroy a communicator made by a split (not collective). Accepts NULL. */
+/** Destroy a communicator made by a split (not collective). Accepts NULL.
+ *  Complete its non-blocking calls first: requests still outstanding on it
+ *  are no longer progressed, and waiting on them afterwards is undefined. */
 void gcl_comm_destroy(gcl_comm_t *comm);
 
 /* ------------------------------------------------------------ requests */

@@ -98,6 +98,7 @@ void gcl_comm_destroy(gcl_comm_t *comm)
         gcl_finalize(comm);
         return;
     }
+    gcl_req_untrack_comm(comm);
     if (!comm->internal) {
         release_id(comm->ctx, comm->id);
         release_id(comm->ctx, comm->sub_id);

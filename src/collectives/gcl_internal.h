@@ -151,6 +151,9 @@ void gcl_req_free(gcl_request_t *r);
  * two ranks waiting on non-blocking calls of two communicators in opposite
  * orders must both complete). gcl_req_free takes it off. */
 void gcl_req_track(gcl_request_t *r);
+/* Take c's requests off the live list (c is being destroyed with calls
+ * still outstanding, which gcl.h forbids: they are no longer progressed). */
+void gcl_req_untrack_comm(gcl_comm_t *c);
 /* Advance every live request of ctx but skip (NULL: none); their outcomes
  * stay in them for their own test or wait. */
 void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip);

@@ -83,6 +83,15 @@ static void untrack(gcl_request_t *r)
     r->tracked = 0;
 }
 
+void gcl_req_untrack_comm(gcl_comm_t *c)
+{
+    for (gcl_request_t *r = c->ctx->live, *next; r; r = next) {
+        next = r->live_next;
+        if (r->comm == c)
+            untrack(r);
+    }
+}
+
 void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip)
 {
     for (gcl_request_t *r = ctx->live; r; r = r->live_next)
