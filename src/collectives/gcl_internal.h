@@ -55,7 +55,7 @@ typedef struct gcl_ctx {
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
-    struct gcl_request *live;  /* the user's outstanding requests (gcl_req_track) */
+    struct gcl_request *live, *live_tail; /* the user's outstanding requests, oldest first */
 } gcl_ctx_t;
 
 struct gcl_comm {
@@ -75,6 +75,7 @@ struct gcl_comm {
     gcl_comm_t *local_comm, *leader_comm; /* internal, made on first use */
     gcl_shm_t *shm;
     int shm_state;             /* 0 untried, 1 open, -1 unavailable */
+    int waiting;               /* waits on this communicator's calls running now */
 };
 
 /* ---------------------------------------------------------- schedules */
@@ -133,6 +134,7 @@ struct gcl_request {
     int is_child;
     int tracked;               /* on ctx->live */
     gcl_request_t *live_prev, *live_next;
+    char errmsg[256];          /* the message of err, for a later test or wait */
 };
 
 /* Thread-local error message of libgcl; returns st. */
@@ -154,9 +156,12 @@ void gcl_req_track(gcl_request_t *r);
 /* Take c's requests off the live list (c is being destroyed with calls
  * still outstanding, which gcl.h forbids: they are no longer progressed). */
 void gcl_req_untrack_comm(gcl_comm_t *c);
-/* Advance every live request of ctx but skip (NULL: none); their outcomes
- * stay in them for their own test or wait. */
-void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip);
+/* Advance the live requests of ctx, oldest first, except those of a
+ * communicator with a wait running (comm->waiting): that wait progresses
+ * them in the order the caller chose, so that the ops they put on the
+ * communicator's shared-memory segment keep the same order on every rank.
+ * Outcomes stay in the requests for their own test or wait. */
+void gcl_progress_live(gcl_ctx_t *ctx);
 void *gcl_req_alloc(gcl_request_t *r, size_t bytes);
 /* Add ops; deps < 0 are ignored; each returns the op's index (or -1 after
  * an allocation failure, recorded in r->err). */

@@ -63,23 +63,28 @@ void gcl_req_track(gcl_request_t *r)
 {
     gcl_ctx_t *ctx = r->comm->ctx;
     r->tracked = 1;
-    r->live_prev = NULL;
-    r->live_next = ctx->live;
-    if (ctx->live)
-        ctx->live->live_prev = r;
-    ctx->live = r;
+    r->live_next = NULL;
+    r->live_prev = ctx->live_tail;
+    if (ctx->live_tail)
+        ctx->live_tail->live_next = r;
+    else
+        ctx->live = r;
+    ctx->live_tail = r;
 }
 
 static void untrack(gcl_request_t *r)
 {
     if (!r->tracked)
         return;
+    gcl_ctx_t *ctx = r->comm->ctx;
     if (r->live_prev)
         r->live_prev->live_next = r->live_next;
     else
-        r->comm->ctx->live = r->live_next;
+        ctx->live = r->live_next;
     if (r->live_next)
         r->live_next->live_prev = r->live_prev;
+    else
+        ctx->live_tail = r->live_prev;
     r->tracked = 0;
 }
 
@@ -92,10 +97,10 @@ void gcl_req_untrack_comm(gcl_comm_t *c)
     }
 }
 
-void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip)
+void gcl_progress_live(gcl_ctx_t *ctx)
 {
     for (gcl_request_t *r = ctx->live; r; r = r->live_next)
-        if (r != skip && !r->err && (!r->started || r->ndone < r->nops))
+        if (!r->comm->waiting && !r->err && (!r->started || r->ndone < r->nops))
             (void)gcl_req_progress(r);
 }
 
@@ -398,17 +403,20 @@ static gcl_status_t run_local(gcl_request_t *r, int i)
     return gcl_reduce_local3(o->dst, o->a, o->b, o->n, r->dtype, r->op);
 }
 
+/* r failed with st; the message just set is kept for its own test/wait
+ * (another request's wait may have progressed r to its failure). */
 static gcl_status_t fail(gcl_request_t *r, gcl_status_t st)
 {
     cancel_active(r);
     r->err = st;
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s", gcl_last_error());
     return st;
 }
 
 gcl_status_t gcl_req_progress(gcl_request_t *r)
 {
     if (r->err)
-        return r->err;
+        return r->errmsg[0] ? gcl_set_error(r->err, "%s", r->errmsg) : r->err;
     if (!r->started) {
         gcl_status_t st = start(r);
         if (st != GCL_OK)
@@ -498,12 +506,12 @@ static gcl_status_t timed_out(gcl_request_t *r)
     return GCL_ERR_TIMED_OUT;
 }
 
-/* Progress r (others: also every other live request first, so that r's
- * error, if any, is the message left). */
+/* Progress r (others: the other live requests first; r's communicator
+ * must be marked waiting, so that its requests are left to this wait). */
 static gcl_status_t test_once(gcl_request_t *r, int others)
 {
     if (others && (r->comm->ctx->live != r || r->live_next))
-        gcl_progress_live(r->comm->ctx, r);
+        gcl_progress_live(r->comm->ctx);
     gcl_status_t st = gcl_req_progress(r);
     if (st == GCL_IN_PROGRESS && r->deadline > 0 && gcl_now() > r->deadline)
         return timed_out(r);
@@ -513,8 +521,11 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
 gcl_status_t gcl_req_wait(gcl_request_t *r)
 {
     gcl_status_t st;
+    gcl_comm_t *c = r->comm;
+    c->waiting++;
     for (unsigned spin = 0; (st = test_once(r, 1)) == GCL_IN_PROGRESS; spin++)
-        gcl_idle(r->comm->ctx, spin);
+        gcl_idle(c->ctx, spin);
+    c->waiting--;
     gcl_req_free(r);
     return st;
 }
@@ -523,7 +534,10 @@ gcl_status_t gcl_test(gcl_request_t **req)
 {
     if (req == NULL || *req == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_test: NULL request");
+    gcl_comm_t *c = (*req)->comm;
+    c->waiting++;
     gcl_status_t st = test_once(*req, 1);
+    c->waiting--;
     if (st != GCL_IN_PROGRESS) {
         gcl_req_free(*req);
         *req = NULL;
@@ -548,10 +562,13 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
     int left = n;
     char msg[512] = "";
     gcl_ctx_t *ctx = NULL;
+    for (int i = 0; i < n; i++) /* these communicators' requests: in reqs order */
+        if (reqs[i])
+            reqs[i]->comm->waiting++;
     for (unsigned spin = 0; left > 0; spin++) {
         left = 0;
-        if (ctx && ctx->live) /* once per sweep: the requests not in reqs */
-            gcl_progress_live(ctx, NULL);
+        if (ctx && ctx->live) /* once per sweep: the other communicators' requests */
+            gcl_progress_live(ctx);
         for (int i = 0; i < n; i++) {
             if (reqs[i] == NULL)
                 continue;
@@ -565,6 +582,7 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
                 first = st;
                 snprintf(msg, sizeof(msg), "%s", gcl_last_error());
             }
+            reqs[i]->comm->waiting--;
             gcl_req_free(reqs[i]);
             reqs[i] = NULL;
         }
