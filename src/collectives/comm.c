@@ -170,6 +170,23 @@ static int shm_allgather_cb(const void *send, void *recv, size_t len, void *arg)
     return gcl_comm_allgather_internal(arg, GCL_SCOPE_INTERNAL, send, recv, len) == GCL_OK ? 0 : -1;
 }
 
+void gcl_comm_shm_eager(gcl_comm_t *c)
+{
+    /* now, while every member is here: set up lazily, the first
+     * non-blocking collectives started in different orders on two
+     * communicators would wait on each other (tests/mpi/gcl_split.c,
+     * crossed_starts) */
+    if (c->ctx->no_shm)
+        return;
+    if (c->nhosts == 1) {
+        (void)gcl_comm_shm(c);
+        return;
+    }
+    gcl_comm_t *l = c->local_size > 1 ? gcl_comm_local(c) : NULL;
+    if (l) /* the hierarchical path's host-local communicator */
+        (void)gcl_comm_shm(l);
+}
+
 int gcl_comm_shm(gcl_comm_t *c)
 {
     if (c->shm_state != 0)
@@ -279,11 +296,7 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
         gcl_comm_destroy(c);
         return st;
     }
-    /* the shared-memory segment is set up now, while every member is here:
-     * set up lazily, first non-blocking collectives started in different
-     * orders on two communicators would wait on each other */
-    if (!c->ctx->no_shm)
-        (void)gcl_comm_shm(c);
+    gcl_comm_shm_eager(c);
     gcl_log(c, GCL_LOG_INFO, "split from comm %u (color %d, key %d): %d members on %d hosts", comm->id, color,
             key, n, c->nhosts);
     *out = c;

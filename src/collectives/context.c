@@ -202,8 +202,7 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     const char *y = getenv("GCL_YIELD_WHEN_IDLE");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->yield_always = y && *y ? strcmp(y, "0") != 0 : cpus > 0 && c->local_size > cpus;
-    if (!ctx->no_shm) /* eagerly, as for splits (comm.c) */
-        (void)gcl_comm_shm(c);
+    gcl_comm_shm_eager(c);
     gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
             ctx->nhosts, ipu_transport_kind_name(ctx->tp));
     *world = c;

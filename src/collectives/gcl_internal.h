@@ -184,6 +184,10 @@ gcl_comm_t *gcl_comm_local(gcl_comm_t *c);   /* host-local members (c itself on 
 gcl_comm_t *gcl_comm_leaders(gcl_comm_t *c); /* NULL if this rank is not a leader */
 /* Open the shm segment of c's host (c must be on one host); collective over
  * c. 1 if usable, 0 if not (agreed by all members). */
+/* Set up the shared-memory segment a communicator will use (its own, or
+ * its host-local communicator's when it spans hosts) while every member is
+ * in the call that makes it (init, split). */
+void gcl_comm_shm_eager(gcl_comm_t *c);
 int gcl_comm_shm(gcl_comm_t *c);
 /* Blocking allgather of len bytes over c in the internal scope. */
 gcl_status_t gcl_comm_allgather_internal(gcl_comm_t *c, int scope, const void *send, void *recv, size_t len);

@@ -10,6 +10,7 @@
 #   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
+#   (split again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
 #   -b        >= 16 MiB messages for a few combinations
 # Each run is bounded by `timeout`; the whole script takes about 2 minutes on
 # 2 cores. GCL_TEST_NP="2 4" runs only those group sizes.
@@ -53,5 +54,11 @@ for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
     *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
     esac
 done
+# the hierarchical path on one machine: every 2 consecutive ranks pretend to
+# share a host, so split's crossed starts and waits run hierarchical calls
+echo "with GCL_TOPO_PPN=2:"
+export GCL_TOPO_PPN=2
+run 4 120 split
+unset GCL_TOPO_PPN
 echo "gcl.sh: $(($(date +%s) - start)) s"
 [ "$fails" -eq 0 ]

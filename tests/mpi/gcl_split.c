@@ -149,6 +149,36 @@ static void crossed(gcl_comm_t *c1, MPI_Comm m1, gcl_comm_t *c2, MPI_Comm m2, ui
     free(a), free(ao), free(b), free(bo);
 }
 
+/* Non-blocking allreduces started in opposite orders on even and odd ranks
+ * (allowed: they are on different communicators), as the first calls on
+ * fresh communicators: the first call on each must not block on the other's
+ * members (a hierarchical call's host-local segment is set up with the
+ * communicator, not by its first call). Under GCL_TOPO_PPN=2 (tests/mpi/
+ * gcl.sh) the calls are hierarchical. */
+static void crossed_starts(gcl_comm_t *c1, MPI_Comm m1, gcl_comm_t *c2, MPI_Comm m2, uint64_t seed)
+{
+    enum { M = 4099 };
+    float a[M], ao[M], b[M], bo[M];
+    ref_fill(a, M, GCL_FLOAT32, GCL_SUM, seed, rank);
+    ref_fill(b, M, GCL_FLOAT32, GCL_SUM, seed + 1, rank);
+    gcl_request_t *rq[2] = {NULL, NULL};
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < 2; i++) {
+        if ((i == 0) == (rank % 2 == 0)) /* even ranks: c1 first */
+            gok(gcl_iallreduce(a, ao, M, GCL_FLOAT32, GCL_SUM, c1, &rq[0]), "crossed start on c1");
+        else
+            gok(gcl_iallreduce(b, bo, M, GCL_FLOAT32, GCL_SUM, c2, &rq[1]), "crossed start on c2");
+    }
+    int done = gok(gcl_wait_all(2, rq), "crossed starts: wait_all");
+    double took = MPI_Wtime() - t0; /* milliseconds; a set-up waiting on the
+                                     * other order ends only at the timeout */
+    CHECK(took < 5, "crossed starts took %.1f s: a first call waited for another communicator", took);
+    if (done) {
+        check_allreduce_on(m1, "crossed starts: allreduce on c1", a, ao, M, GCL_FLOAT32, GCL_SUM);
+        check_allreduce_on(m2, "crossed starts: allreduce on c2", b, bo, M, GCL_FLOAT32, GCL_SUM);
+    }
+}
+
 void suite_split(void)
 {
     uint64_t seed = 1000;
@@ -234,15 +264,21 @@ void suite_split(void)
         for (int round = 0; round < 3; round++, seed += 10)
             if (!concurrent(cons, mcons, orth, morth, par, mpar, un, mun, seed))
                 break;
-    if (size > 1) { /* world and a copy of it, so both parities are in each */
-        gcl_comm_t *all;
-        MPI_Comm mall;
+    if (size > 1) { /* two copies of world, so both parities are in each and
+                       * neither has been used yet */
+        gcl_comm_t *all, *all2;
+        MPI_Comm mall, mall2;
         group(GCL_GROUP_ALL, size, &all, &mall);
-        if (all && gok(gcl_comm_set_timeout(all, 10), "gcl_comm_set_timeout") &&
-            gok(gcl_comm_set_timeout(world, 10), "gcl_comm_set_timeout"))
-            crossed(world, MPI_COMM_WORLD, all, mall, seed);
+        group(GCL_GROUP_ALL, size, &all2, &mall2);
+        if (all && all2 && gok(gcl_comm_set_timeout(all, 10), "gcl_comm_set_timeout") &&
+            gok(gcl_comm_set_timeout(all2, 10), "gcl_comm_set_timeout")) {
+            crossed_starts(all2, mall2, all, mall, seed);
+            crossed(all2, mall2, all, mall, seed + 10);
+        }
         gcl_comm_destroy(all);
+        gcl_comm_destroy(all2);
         MPI_Comm_free(&mall);
+        MPI_Comm_free(&mall2);
     }
     gok(gcl_comm_set_timeout(world, 60), "gcl_comm_set_timeout");
     gcl_comm_destroy(cons);
