@@ -72,7 +72,9 @@ struct gcl_comm {
     int *local;                /* comm ranks on my host, in order */
     int nleaders, leader_rank; /* leader_rank: my rank among leaders, -1 if not a leader */
     int *leaders;              /* comm rank of each host's first member */
-    gcl_comm_t *local_comm, *leader_comm; /* internal, made on first use */
+    gcl_comm_t *local_comm, *leader_comm; /* internal; local_comm made with c when c
+                                           * spans hosts (gcl_comm_shm_eager), leader_comm
+                                           * on first use */
     gcl_shm_t *shm;
     int shm_state;             /* 0 untried, 1 open, -1 unavailable */
     int waiting;               /* waits on this communicator's calls running now */
@@ -182,12 +184,12 @@ gcl_comm_t *gcl_comm_new(gcl_ctx_t *ctx, int size, const int *world, int my_rank
 gcl_status_t gcl_comm_topology(gcl_comm_t *c);
 gcl_comm_t *gcl_comm_local(gcl_comm_t *c);   /* host-local members (c itself on one host) */
 gcl_comm_t *gcl_comm_leaders(gcl_comm_t *c); /* NULL if this rank is not a leader */
-/* Open the shm segment of c's host (c must be on one host); collective over
- * c. 1 if usable, 0 if not (agreed by all members). */
 /* Set up the shared-memory segment a communicator will use (its own, or
  * its host-local communicator's when it spans hosts) while every member is
  * in the call that makes it (init, split). */
 void gcl_comm_shm_eager(gcl_comm_t *c);
+/* Open the shm segment of c's host (c must be on one host); collective over
+ * c. 1 if usable, 0 if not (agreed by all members). */
 int gcl_comm_shm(gcl_comm_t *c);
 /* Blocking allgather of len bytes over c in the internal scope. */
 gcl_status_t gcl_comm_allgather_internal(gcl_comm_t *c, int scope, const void *send, void *recv, size_t len);
