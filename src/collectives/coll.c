@@ -149,7 +149,6 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
     if (st != GCL_OK)
         return st;
     double deadline = 0;
-    c->waiting++; /* c's own non-blocking calls: left to their waits */
     for (unsigned spin = 0; (st = gcl_shm_progress(op)) == GCL_IN_PROGRESS; spin++) {
         if ((spin & 63) == 0 && c->timeout_s > 0) {
             double now = gcl_now();
@@ -157,7 +156,6 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
                 deadline = now + c->timeout_s;
             else if (now > deadline) {
                 gcl_shm_cancel(op);
-                c->waiting--;
                 return gcl_set_error(GCL_ERR_TIMED_OUT,
                                      "gcl_%s (shm) on communicator %u (rank %d of %d) timed out after "
                                      "%.3g s waiting for the other members", n, c->id, c->rank,
@@ -165,10 +163,9 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
             }
         }
         if (c->ctx->live && (spin & 15) == 0)
-            gcl_progress_live(c->ctx); /* the caller's calls on other communicators */
+            gcl_progress_live(c->ctx); /* the caller's non-blocking calls */
         gcl_idle(c->ctx, spin);
     }
-    c->waiting--;
     if (st == GCL_OK && avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
         gcl_reduce_finish_avg(a->recv, a->count, a->dtype, c->size);
     return st;

@@ -77,7 +77,6 @@ struct gcl_comm {
                                            * on first use */
     gcl_shm_t *shm;
     int shm_state;             /* 0 untried, 1 open, -1 unavailable */
-    int waiting;               /* waits on this communicator's calls running now */
 };
 
 /* ---------------------------------------------------------- schedules */
@@ -105,8 +104,7 @@ typedef struct gcl_sop {
     size_t n;                  /* bytes (send/recv/copy), elements (reduce) */
     ipu_treq_t *treq;
     gcl_request_t *sub;
-    gcl_shm_op_t *shm_op;
-    gcl_args_t *shm;
+    gcl_shm_op_t *shm_op;      /* GOP_SHM: started (held) when added */
     int ndeps, deps[GCL_MAX_DEPS];
     int nwait, succ_off, nsucc;
 } gcl_sop_t;
@@ -158,11 +156,10 @@ void gcl_req_track(gcl_request_t *r);
 /* Take c's requests off the live list (c is being destroyed with calls
  * still outstanding, which gcl.h forbids: they are no longer progressed). */
 void gcl_req_untrack_comm(gcl_comm_t *c);
-/* Advance the live requests of ctx, oldest first, except those of a
- * communicator with a wait running (comm->waiting): that wait progresses
- * them in the order the caller chose, so that the ops they put on the
- * communicator's shared-memory segment keep the same order on every rank.
- * Outcomes stay in the requests for their own test or wait. */
+/* Advance the live requests of ctx, oldest first. The order does not
+ * matter for correctness: every op a call puts on a shared-memory segment
+ * takes its place there when the call starts (gcl_s_shm). Outcomes stay in
+ * the requests for their own test or wait. */
 void gcl_progress_live(gcl_ctx_t *ctx);
 void *gcl_req_alloc(gcl_request_t *r, size_t bytes);
 /* Add ops; deps < 0 are ignored; each returns the op's index (or -1 after

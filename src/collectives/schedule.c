@@ -48,7 +48,7 @@ static void cancel_active(gcl_request_t *r)
 {
     for (int i = 0; i < r->nops; i++) {
         gcl_sop_t *o = &r->ops[i];
-        if (o->state != 1)
+        if (o->state != 1 && !(o->state == 0 && o->shm_op)) /* active, or held on a segment */
             continue;
         if (o->treq)
             ipu_transport_cancel(r->comm->ctx->tp, o->treq);
@@ -100,7 +100,7 @@ void gcl_req_untrack_comm(gcl_comm_t *c)
 void gcl_progress_live(gcl_ctx_t *ctx)
 {
     for (gcl_request_t *r = ctx->live; r; r = r->live_next)
-        if (!r->comm->waiting && !r->err && (!r->started || r->ndone < r->nops))
+        if (!r->err && (!r->started || r->ndone < r->nops))
             (void)gcl_req_progress(r);
 }
 
@@ -112,7 +112,6 @@ void gcl_req_free(gcl_request_t *r)
     cancel_active(r);
     for (int i = 0; i < r->nops; i++) {
         gcl_req_free(r->ops[i].sub);
-        free(r->ops[i].shm);
     }
     while (r->allocs) {
         gcl_alloc_t *n = r->allocs->next;
@@ -230,12 +229,16 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1)
     int i = add(r, GOP_SHM, d0, d1);
     if (i < 0)
         return i;
-    r->ops[i].shm = malloc(sizeof(*a));
-    if (r->ops[i].shm == NULL) {
-        r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", r->name);
+    /* started now and held until posted: the op's place on the segment is
+     * its collective's start, the same on every member, whenever the steps
+     * before it (another communicator's, for a hierarchical call) end */
+    gcl_status_t st = gcl_shm_start_args(r->comm->shm, a, &r->ops[i].shm_op);
+    if (st != GCL_OK) {
+        r->ops[i].shm_op = NULL;
+        r->err = st;
         return -1;
     }
-    *r->ops[i].shm = *a;
+    gcl_shm_hold(r->ops[i].shm_op);
     return i;
 }
 
@@ -337,14 +340,9 @@ static gcl_status_t post(gcl_request_t *r, int i)
     case GOP_SUB:
         o->sub->deadline = r->deadline;
         break;
-    case GOP_SHM: {
-        gcl_status_t gs = gcl_shm_start_args(c->shm, o->shm, &o->shm_op);
-        if (gs != GCL_OK) {
-            o->state = 2;
-            return gs;
-        }
+    case GOP_SHM:
+        gcl_shm_release(o->shm_op);
         break;
-    }
     default:
         break;
     }
@@ -506,8 +504,7 @@ static gcl_status_t timed_out(gcl_request_t *r)
     return GCL_ERR_TIMED_OUT;
 }
 
-/* Progress r (others: the other live requests first; r's communicator
- * must be marked waiting, so that its requests are left to this wait). */
+/* Progress r (others: the live requests first, oldest first). */
 static gcl_status_t test_once(gcl_request_t *r, int others)
 {
     if (others && (r->comm->ctx->live != r || r->live_next))
@@ -521,11 +518,8 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
 gcl_status_t gcl_req_wait(gcl_request_t *r)
 {
     gcl_status_t st;
-    gcl_comm_t *c = r->comm;
-    c->waiting++;
     for (unsigned spin = 0; (st = test_once(r, 1)) == GCL_IN_PROGRESS; spin++)
-        gcl_idle(c->ctx, spin);
-    c->waiting--;
+        gcl_idle(r->comm->ctx, spin);
     gcl_req_free(r);
     return st;
 }
@@ -534,10 +528,7 @@ gcl_status_t gcl_test(gcl_request_t **req)
 {
     if (req == NULL || *req == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_test: NULL request");
-    gcl_comm_t *c = (*req)->comm;
-    c->waiting++;
     gcl_status_t st = test_once(*req, 1);
-    c->waiting--;
     if (st != GCL_IN_PROGRESS) {
         gcl_req_free(*req);
         *req = NULL;
@@ -562,12 +553,9 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
     int left = n;
     char msg[512] = "";
     gcl_ctx_t *ctx = NULL;
-    for (int i = 0; i < n; i++) /* these communicators' requests: in reqs order */
-        if (reqs[i])
-            reqs[i]->comm->waiting++;
     for (unsigned spin = 0; left > 0; spin++) {
         left = 0;
-        if (ctx && ctx->live) /* once per sweep: the other communicators' requests */
+        if (ctx && ctx->live) /* once per sweep: the calls not in reqs */
             gcl_progress_live(ctx);
         for (int i = 0; i < n; i++) {
             if (reqs[i] == NULL)
@@ -582,7 +570,6 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
                 first = st;
                 snprintf(msg, sizeof(msg), "%s", gcl_last_error());
             }
-            reqs[i]->comm->waiting--;
             gcl_req_free(reqs[i]);
             reqs[i] = NULL;
         }

@@ -82,6 +82,7 @@ struct gcl_shm_op {
     gcl_shm_t *shm;
     gcl_shm_op_t *next;
     int kind, root, oneshot, inl, done;
+    int held;         /* in the queue, not to run yet (gcl_shm_hold) */
     int nt;           /* outputs written with streaming stores (large) */
     gcl_status_t status;
     const char *in;   /* this member's input */
@@ -716,7 +717,7 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
                               "cancelled operation");
             break;
         }
-        if (h->nseg > 0 && !step(h))
+        if (h->held || (h->nseg > 0 && !step(h)))
             return GCL_IN_PROGRESS;
         h->done = 1;
         s->head = h->next;
@@ -727,6 +728,18 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
     gcl_status_t st = op->status;
     op_release(op);
     return st;
+}
+
+void gcl_shm_hold(gcl_shm_op_t *op)
+{
+    if (op != NULL && !op->done)
+        op->held = 1;
+}
+
+void gcl_shm_release(gcl_shm_op_t *op)
+{
+    if (op != NULL)
+        op->held = 0;
 }
 
 void gcl_shm_cancel(gcl_shm_op_t *op)

@@ -51,6 +51,14 @@ gcl_status_t gcl_shm_barrier_start(gcl_shm_t *shm, gcl_shm_op_t **out);
 /* Advance op: GCL_OK when it completed (op freed), GCL_IN_PROGRESS, or an
  * error (op freed). */
 gcl_status_t gcl_shm_progress(gcl_shm_op_t *op);
+/* Keep a started op's place in the segment's order without running it: a
+ * held op, and every op started after it, waits until gcl_shm_release(op).
+ * A step whose input is not ready yet (the host-local broadcast after a
+ * hierarchical call's inter-host step) so takes its place when its
+ * collective starts, in the order every member starts collectives. Only for
+ * ops of a segment of several members (one member's ops finish at start). */
+void gcl_shm_hold(gcl_shm_op_t *op);
+void gcl_shm_release(gcl_shm_op_t *op);
 /* Abandon an op (after a timeout); the segment is unusable afterwards. */
 void gcl_shm_cancel(gcl_shm_op_t *op);
 

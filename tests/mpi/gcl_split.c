@@ -179,6 +179,49 @@ static void crossed_starts(gcl_comm_t *c1, MPI_Comm m1, gcl_comm_t *c2, MPI_Comm
     }
 }
 
+/* Calls in flight together on one communicator: a 4 MiB allreduce then a
+ * small one, completed in three ways (wait_all; the later one first; the
+ * earlier one first), then a blocking call while a non-blocking one is
+ * pending. Under GCL_TOPO_PPN=2 they are hierarchical: the small call's
+ * inter-host step ends first on the leaders, yet its host-local broadcast
+ * must keep its place after the large call's on every member. */
+static void same_comm(gcl_comm_t *c, MPI_Comm m, uint64_t seed)
+{
+    enum { N = 1 << 20, M = 4099 };
+    float *a = malloc(N * sizeof(float)), *ao = malloc(N * sizeof(float)), b[M], bo[M];
+    if (!a || !ao) {
+        CHECK(0, "same_comm: out of memory");
+        free(a), free(ao);
+        return;
+    }
+    static const char *const how[] = {"wait_all", "later first", "earlier first", "blocking meanwhile"};
+    for (int w = 0; w < 4; w++) {
+        ref_fill(a, N, GCL_FLOAT32, GCL_SUM, seed + 2 * (uint64_t)w, rank);
+        ref_fill(b, M, GCL_FLOAT32, GCL_SUM, seed + 2 * (uint64_t)w + 1, rank);
+        gcl_request_t *rq[2] = {NULL, NULL};
+        int ok = gok(gcl_iallreduce(a, ao, N, GCL_FLOAT32, GCL_SUM, c, &rq[0]), "same_comm: large iallreduce");
+        if (w == 3)
+            ok &= gok(gcl_allreduce(b, bo, M, GCL_FLOAT32, GCL_SUM, c), "same_comm: blocking allreduce meanwhile");
+        else
+            ok &= gok(gcl_iallreduce(b, bo, M, GCL_FLOAT32, GCL_SUM, c, &rq[1]), "same_comm: small iallreduce");
+        if (w == 0)
+            ok &= gok(gcl_wait_all(2, rq), "same_comm: wait_all");
+        else if (w == 1)
+            ok &= gok(gcl_wait(&rq[1]), "same_comm: wait the later") & gok(gcl_wait(&rq[0]), "then the earlier");
+        else
+            ok &= gok(gcl_wait(&rq[0]), "same_comm: wait the earlier") &
+                  (w == 3 || gok(gcl_wait(&rq[1]), "then the later"));
+        if (ok) {
+            char what[80];
+            snprintf(what, sizeof what, "two in flight on one communicator (%s): large", how[w]);
+            check_allreduce_on(m, what, a, ao, N, GCL_FLOAT32, GCL_SUM);
+            snprintf(what, sizeof what, "two in flight on one communicator (%s): small", how[w]);
+            check_allreduce_on(m, what, b, bo, M, GCL_FLOAT32, GCL_SUM);
+        }
+    }
+    free(a), free(ao);
+}
+
 void suite_split(void)
 {
     uint64_t seed = 1000;
@@ -274,6 +317,7 @@ void suite_split(void)
             gok(gcl_comm_set_timeout(all2, 10), "gcl_comm_set_timeout")) {
             crossed_starts(all2, mall2, all, mall, seed);
             crossed(all2, mall2, all, mall, seed + 10);
+            same_comm(all, mall, seed + 20);
         }
         gcl_comm_destroy(all);
         gcl_comm_destroy(all2);
