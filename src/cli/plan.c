@@ -2,7 +2,9 @@
  * write) the plan without running it. */
 #include "cli/cli.h"
 #include "cli/io.h"
+#include "exec/measure.h"
 #include "exec/ops/registry.h"
+#include "graph/fuse.h"
 #include "graph/annotate.h"
 #include "graph/load.h"
 #include "partition/partition.h"
@@ -17,14 +19,18 @@ static void plan_usage(FILE *f)
 {
     fprintf(f,
 "Usage: ipu-exec plan MODEL.onnx [--stages S] [--ipus-per-rank K] [--ipu-memory SIZE]\n"
-"                     [--inputs DIR] [--write ANNOTATED.onnx]\n"
+"                     [--inputs DIR] [--measure] [--write ANNOTATED.onnx]\n"
 "Partition MODEL into S pipeline stages and print one row per stage: its rank\n"
 "and IPU, nodes, GFLOP, weight MiB, peak activation MiB, boundary bytes in and\n"
 "out per micro-batch, estimated ms, then the imbalance (slowest / mean stage).\n"
 "A model annotated with __pipeline_stage / __ipu_number (PopART, PopRT) keeps\n"
 "its placement. --write saves a copy annotated with the plan (write it next\n"
 "to the original when the model has external data). Shapes come from --inputs\n"
-"or the declared input shapes (symbolic dimensions 1).\n");
+"or the declared input shapes (symbolic dimensions 1).\n"
+"Costs come from the cost model (FLOPs and bytes, the same on any machine);\n"
+"--measure times the Conv/Gemm/MatMul nodes on this machine's kernels and\n"
+"fuses activations first, as a pipelined run does, so the plan is the one\n"
+"`mpirun ipu-exec MODEL` makes (up to timing noise; about a second more).\n");
 }
 
 /* Set the graph inputs' shapes from tensors and infer (no device). */
@@ -46,20 +52,21 @@ ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir)
 
 int cli_plan_main(int argc, char **argv)
 {
-    enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE };
+    enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE, O_MEASURE };
     static const struct option longopts[] = {
         {"stages", required_argument, NULL, O_STAGES},
         {"ipus-per-rank", required_argument, NULL, O_K},
         {"ipu-memory", required_argument, NULL, O_MEM},
         {"inputs", required_argument, NULL, O_INPUTS},
         {"write", required_argument, NULL, O_WRITE},
+        {"measure", no_argument, NULL, O_MEASURE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     ipu_partition_params_t pp;
     ipu_partition_params_init(&pp);
     const char *inputs = NULL, *write = NULL;
-    int c;
+    int c, measure = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -78,6 +85,7 @@ int cli_plan_main(int argc, char **argv)
             break;
         case O_INPUTS: inputs = optarg; break;
         case O_WRITE: write = optarg; break;
+        case O_MEASURE: measure = 1; break;
         case 'h': plan_usage(stdout); return 0;
         case ':': return cli_usage_error("option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("unknown option %s", argv[optind - 1]);
@@ -91,18 +99,26 @@ int cli_plan_main(int argc, char **argv)
     ipu_graph_t *g = NULL;
     ipu_partition_t pt = {0};
     int64_t *vals = NULL;
+    double *node_ms = NULL;
     ipu_status_t st = ipu_model_load(model, &g);
     if (st == IPU_OK)
         st = ipu_graph_bind_ops(g, ipu_op_lookup);
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs);
+    if (st == IPU_OK && measure) { /* as exec/pipeline.c does before it partitions */
+        if ((st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) == IPU_OK &&
+            (node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (st == IPU_OK && (st = ipu_measure_nodes(g, node_ms)) == IPU_OK)
+            pp.node_ms = node_ms;
+    }
     if (st == IPU_OK)
         st = ipu_partition_make(g, &pp, &pt);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st == IPU_OK) {
-        printf("plan of %s: %d nodes, %d IPU%s per rank, %.0f MiB per IPU (%.3f s)\n", model,
-               g->n_nodes, pp.ipus_per_rank, pp.ipus_per_rank > 1 ? "s" : "",
-               pp.ipu_memory / 1048576.0,
+        printf("plan of %s: %d nodes, %d IPU%s per rank, %.0f MiB per IPU, %s costs (%.3f s)\n",
+               model, g->n_nodes, pp.ipus_per_rank, pp.ipus_per_rank > 1 ? "s" : "",
+               pp.ipu_memory / 1048576.0, measure ? "measured" : "modelled",
                (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
         ipu_partition_print(&pt, stdout);
     }
@@ -126,6 +142,7 @@ int cli_plan_main(int argc, char **argv)
         }
     }
     free(vals);
+    free(node_ms);
     ipu_partition_free(&pt);
     ipu_graph_free(g);
     if (st != IPU_OK)

@@ -2,7 +2,7 @@
  * Gemm, MatMul) dominate run time and their speed depends on their shapes
  * far more than a FLOP count says (a 1x1 convolution on a 7x7 map runs at a
  * fraction of the rate of a 3x3 one on 56x56). Each distinct (op, shapes,
- * attributes) is run once on this machine's kernels, with the real weights
+ * attributes) is run on this machine's kernels, with the real weights
  * and stand-in activations, and timed; the time to stream its weights from
  * memory (they are cache-hot in the timing loop, cold in a pipeline) is
  * added. */
@@ -13,7 +13,9 @@
 
 /* node_ms[i] for every node index i of g (shapes inferred): measured ms of
  * a GEMM-like node, or -1 where the cost model's estimate should be used.
- * Distinct shapes are run once each (best of 2 after a warm-up).
+ * Every distinct shape is timed in each of IPU_MEASURE_ROUNDS (3) rounds
+ * over all of them (best of 2 after a warm-up each time), and its best time
+ * is kept, so a slow phase of a shared machine does not move the cut.
  * Errors: IPU_ERR_NO_MEMORY, a kernel's error. */
 ipu_status_t ipu_measure_nodes(const ipu_graph_t *g, double *node_ms);
 

@@ -31,7 +31,7 @@ typedef struct ipu_pipeline_params {
                                  dropped), default 0 */
     int credits;              /* micro-batches in flight per link (default 2) */
     int bind;                 /* 1 (default): bind IPU workers to cores (exec/binding.h) */
-    int measure;              /* 1 (default): time the GEMM-like nodes once on
+    int measure;              /* 1 (default): time the GEMM-like nodes (exec/measure.h) on
                                  rank 0 and partition with those times */
     int threads;              /* kernel threads per IPU */
     size_t ipu_memory;        /* bytes per IPU */

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Partitioning and placement: ipu-exec plan prints the per-stage table; the
+# Partitioning and placement: ipu-exec plan prints the per-stage table (also
+# with --measure, the timed costs a pipelined run uses); the
 # model it writes (annotated with __ipu_number/__pipeline_stage as PopART
 # does) runs with the same plan; a partly annotated or backwards-flowing
 # model and a rank count that does not divide are errors naming the
@@ -31,6 +32,14 @@ run_mpi 3 "$W/annotated.onnx" --batches 4 --output-dir "$W/ann"; rc=$?
 expect 0 "manual partition: 3 stages" "annotated model runs on 3 ranks"
 "$EXE" "$W/m.onnx" --batches 4 --output-dir "$W/one" >/dev/null 2>&1
 diff -r "$W/one" "$W/ann" >/dev/null && ok "annotated run equals one rank" || fail "annotated run differs"
+# --measure: the costs a pipelined run uses (timed kernels, fused activations)
+OUT=$("$EXE" plan "$W/m.onnx" --stages 3 --measure --write "$W/measured.onnx" 2>&1); rc=$?
+expect 0 "measured costs" "plan --measure times the nodes"
+[ "$(echo "$OUT" | grep -cE '^ +[0-9]+ +[0-9]+ +0 ')" -eq 3 ] && ok "measured plan: one row per stage" ||
+    fail "measured plan rows: $OUT"
+run_mpi 3 "$W/measured.onnx" --batches 4 --output-dir "$W/meas"; rc=$?
+expect 0 "manual partition: 3 stages" "the measured plan's model runs on 3 ranks"
+diff -r "$W/one" "$W/meas" >/dev/null && ok "measured plan's run equals one rank" || fail "measured plan's run differs"
 run_mpi 2 "$W/annotated.onnx" --batches 2; rc=$?
 expect 2 "annotated with 3 pipeline stages but 2 ranks" "stage count vs ranks is an error"
 victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/partial.onnx" partial)
