@@ -1,6 +1,7 @@
 #include "exec/pipeline.h"
 
 #include "common/log.h"
+#include "exec/lost.h"
 #include "exec/measure.h"
 #include "exec/binding.h"
 #include "exec/ops/registry.h"
@@ -69,6 +70,7 @@ typedef struct pipe {
     const ipu_graph_t *g;
     const ipu_pipeline_params_t *p;
     ipu_transport_t *tr;
+    ipu_lost_t *lost;           /* lost-rank notices (exec/lost.h) */
     int rank, world, R, P, K, S, replica, C;
     int W;                      /* warm-up sequences per replica (untimed, outputs dropped) */
     link_t *links;
@@ -454,6 +456,8 @@ static ipu_status_t schedule(pipe_t *pp)
         int events = 0, busy = 0;
         ipu_transport_progress(pp->tr);
         ipu_status_t st = poll_credits(pp, &events);
+        if (st == IPU_OK)
+            st = ipu_lost_poll(pp->lost);
         for (int i = 0; i < pp->n_ls && st == IPU_OK; i++) {
             lstage_t *ls = &pp->ls[i];
             if (ls->running) {
@@ -594,6 +598,7 @@ static void pipe_free(pipe_t *pp)
     free(pp->t_start);
     free(pp->t_end);
     free(pp->busy_at_w);
+    ipu_lost_close(pp->lost);
     ipu_transport_close(pp->tr);
 }
 
@@ -739,12 +744,16 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         if (st == IPU_OK && lk->src_rank == pp.rank && lk->dst_rank != pp.rank)
             st = post_credit_recv(&pp, lk);
     }
+    if (st == IPU_OK && pp.world > 1)
+        st = ipu_lost_open(pp.tr, &pp.lost);
     MPI_Barrier(comm);
     rep->setup_failed = 0;
     pp.t0 = now_s();
     if (st == IPU_OK)
         st = schedule(&pp);
     double t_done = now_s() - pp.t0;
+    if (st != IPU_OK) /* a lost peer: tell the others, or name the rank lost first */
+        st = ipu_lost_tell(pp.lost, st);
     if (st != IPU_OK)
         goto out;
     /* the report, gathered on rank 0: the timed window runs from the first

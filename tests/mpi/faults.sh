@@ -5,6 +5,10 @@
 #  2. mpirun --enable-recovery (the launcher leaves the survivors running):
 #     the survivors detect the loss themselves (UCX peer failure or their
 #     progress deadline) and say "lost rank 1" / name rank 1.
+#  3. the same on 4 ranks with rank 0 killed: ranks 2 and 3 have no link to
+#     it, and rank 2's neighbour (rank 1) stops when it finds rank 0 gone;
+#     every survivor must still name rank 0 (exec/lost.h), not the rank
+#     that stopped.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
@@ -35,9 +39,10 @@ wait_running() {
     return 1
 }
 
-for mode in plain recovery; do
-    extra=""
-    [ $mode = recovery ] && extra="--enable-recovery"
+for mode in plain recovery recovery4; do
+    extra="" np=3 victim=1
+    [ $mode = plain ] || extra="--enable-recovery"
+    [ $mode = recovery4 ] && np=4 victim=0
     rm -rf "$W/codes"; mkdir -p "$W/codes"
     # each rank records its own exit status
     cat > "$W/rank.sh" <<EOS
@@ -48,20 +53,27 @@ EOS
     chmod +x "$W/rank.sh"
     start=$(date +%s)
     # shellcheck disable=SC2086
-    timeout -k 5 120 "$MPIRUN" $extra -x IPU_TEST_TAG=$tag -np 3 "$W/rank.sh" "$M" --batches 1000000 \
+    timeout -k 5 120 "$MPIRUN" $extra --oversubscribe -x IPU_TEST_TAG=$tag -np $np "$W/rank.sh" "$M" --batches 1000000 \
         --output-dir "$W/o" --timeout 20 >"$W/log" 2>&1 &
     job=$!
     if ! wait_running "$W/o/test_data_set_3/output_0.pb"; then
         fail "$mode: the job did not start"; kill $job; continue
     fi
-    kill_rank 1 || { fail "$mode: no rank 1 to kill"; kill $job; continue; }
+    kill_rank $victim || { fail "$mode: no rank $victim to kill"; kill $job; continue; }
     killed=$(date +%s)
     wait $job; rc=$?
     took=$(( $(date +%s) - killed ))
-    [ $took -le 30 ] && ok "$mode: the job ended ${took}s after rank 1 died" || fail "$mode: took ${took}s"
-    grep -q "rank 1" "$W/log" && ok "$mode: the lost rank is named" || { fail "$mode: rank 1 not named"; tail -5 "$W/log"; }
+    [ $took -le 30 ] && ok "$mode: the job ended ${took}s after rank $victim died" || fail "$mode: took ${took}s"
+    grep -q "rank $victim" "$W/log" && ok "$mode: the lost rank is named" || { fail "$mode: rank $victim not named"; tail -5 "$W/log"; }
     if [ $mode = plain ]; then
         [ $rc -ne 0 ] && ok "plain: mpirun exits $rc" || fail "plain: mpirun exit 0"
+    elif [ $mode = recovery4 ]; then
+        for r in 1 2 3; do
+            code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
+            [ "$code" != 0 ] && ok "recovery4: rank $r exits non-zero ($code)" || fail "recovery4: rank $r exit 0"
+            grep -q "^ipu-exec (rank $r): lost rank 0 " "$W/log" && ok "recovery4: rank $r names rank 0" ||
+                { fail "recovery4: rank $r does not name rank 0"; grep "ipu-exec" "$W/log"; }
+        done
     else
         for r in 0 2; do
             code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)

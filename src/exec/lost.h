@@ -1,0 +1,36 @@
+/* Lost-rank notices of a pipelined run. When a rank loses a peer (the
+ * transport reports it failed) it tells every other rank which rank was
+ * lost before it stops. A rank that then loses the messenger (it stopped
+ * answering, or the launcher ended it) names the rank that was lost first,
+ * and a rank with no link to either hears of it without waiting for its own
+ * timeout: every survivor's message names the same rank.
+ *
+ * Notices are 4-byte messages on one reserved tag (IPU_LOST_TAG, above the
+ * pipeline's data and credit tags); a receive from every other rank is
+ * posted at the start. */
+#ifndef IPU_EXEC_LOST_H
+#define IPU_EXEC_LOST_H
+
+#include "transport/transport.h"
+
+#define IPU_LOST_TAG IPU_TRANSPORT_TAG_MAX
+/* seconds a rank that tells of a loss stays reachable before it closes */
+#define IPU_LOST_LINGER_S 0.5
+
+typedef struct ipu_lost ipu_lost_t;
+
+/* Post the receives. Errors: IPU_ERR_NO_MEMORY, the transport's. */
+ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out);
+/* A notice arrived (checked at most every 10 ms; receives that fail with
+ * their peer are dropped): returns IPU_ERR_TRANSPORT with "lost rank X on
+ * host H (reported by rank F); the job cannot continue", else IPU_OK. */
+ipu_status_t ipu_lost_poll(ipu_lost_t *l);
+/* After the run failed with st: when a peer failed and a notice names the
+ * rank lost before it, the message names that rank instead; then every
+ * other rank not known failed is told, and this rank keeps progressing for
+ * IPU_LOST_LINGER_S so that they read it. Returns st. */
+ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st);
+/* Cancel what is left and free (accepts NULL). */
+void ipu_lost_close(ipu_lost_t *l);
+
+#endif
