@@ -48,6 +48,8 @@ static void cancel_active(gcl_request_t *r)
 {
     for (int i = 0; i < r->nops; i++) {
         gcl_sop_t *o = &r->ops[i];
+        if (o->sub) /* started or not: its held ops would block the segment */
+            cancel_active(o->sub);
         if (o->state != 1 && !(o->state == 0 && o->shm_op)) /* active, or held on a segment */
             continue;
         if (o->treq)

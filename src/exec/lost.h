@@ -19,7 +19,9 @@
 
 typedef struct ipu_lost ipu_lost_t;
 
-/* Post the receives. Errors: IPU_ERR_NO_MEMORY, the transport's. */
+/* Post the receives (*out NULL, no notices, on the MPI back end: it folds
+ * tags into MPI_TAG_UB, where this one would meet data tags). Errors:
+ * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out);
 /* A notice arrived (checked at most every 10 ms; receives that fail with
  * their peer are dropped): returns IPU_ERR_TRANSPORT with "lost rank X on

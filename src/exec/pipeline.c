@@ -704,9 +704,9 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     free(node_ms);
     if (st == IPU_OK && plan.n_stages != pp.S)
         st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages but %d "
-                       "ranks x %d IPUs per rank / %d replicas give %d; run with -np %d (or change "
-                       "--ipus-per-rank / --replicas)", plan.n_stages, pp.world, pp.K, pp.R, pp.S,
-                       (plan.n_stages + pp.K - 1) / pp.K * pp.R);
+                       "ranks x %d IPU%s per rank / %d replica%s give %d; run with -np %d (or change "
+                       "--ipus-per-rank / --replicas)", plan.n_stages, pp.world, pp.K, pp.K > 1 ? "s" : "",
+                       pp.R, pp.R > 1 ? "s" : "", pp.S, (plan.n_stages + pp.K - 1) / pp.K * pp.R);
     pp.W = p->warmup > 0 ? p->warmup : 0;
     pp.t_start = calloc((size_t)p->micro_batches + (size_t)pp.W + 1, sizeof(double));
     pp.t_end = calloc((size_t)p->micro_batches + (size_t)pp.W + 1, sizeof(double));
