@@ -11,6 +11,7 @@ struct ipu_lost {
     int32_t *in;         /* size: the rank each peer says was lost */
     ipu_treq_t **rreq;   /* size: receives still posted (NULL: done or dropped) */
     int heard, lost, from; /* a notice: rank lost, rank that sent it */
+    int next_peer;       /* ipu_lost_poll tests a few receives per call, from here */
     double next_poll;
 };
 
@@ -51,10 +52,13 @@ ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
     return IPU_OK;
 }
 
-/* Test the receives once; 1 when a notice is known. */
-static int check(ipu_lost_t *l)
+/* Test n of the receives (each test progresses the transport), going round
+ * from l->next_peer; 1 when a notice is known. */
+static int check(ipu_lost_t *l, int n)
 {
-    for (int p = 0; p < l->size && !l->heard; p++) {
+    for (int i = 0; i < n && !l->heard; i++) {
+        int p = l->next_peer;
+        l->next_peer = (l->next_peer + 1) % l->size;
         if (l->rreq[p] == NULL)
             continue;
         int done = 0;
@@ -82,7 +86,7 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l)
     if (!l->heard && t < l->next_poll)
         return IPU_OK;
     l->next_poll = t + 0.01;
-    if (!check(l))
+    if (!check(l, 8)) /* a notice is seen within size / 8 x 10 ms */
         return IPU_OK;
     return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (reported by rank %d); the job cannot "
                      "continue", l->lost, ipu_transport_host(l->t, l->lost), l->from);
@@ -102,7 +106,7 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
         return st; /* not a lost peer */
     /* the peer that failed may have told of an earlier loss: give its
      * notice a moment to be seen */
-    for (double end = now_s() + 0.05; failed >= 0 && !check(l) && now_s() < end;)
+    for (double end = now_s() + 0.05; failed >= 0 && !check(l, l->size) && now_s() < end;)
         ipu_transport_progress(l->t);
     int32_t lost = l->heard ? l->lost : failed;
     if (l->heard && failed >= 0 && failed != l->lost)

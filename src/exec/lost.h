@@ -23,7 +23,8 @@ typedef struct ipu_lost ipu_lost_t;
  * tags into MPI_TAG_UB, where this one would meet data tags). Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out);
-/* A notice arrived (checked at most every 10 ms; receives that fail with
+/* A notice arrived (8 of the receives tested at most every 10 ms, in turn,
+ * so a notice is seen within size / 8 x 10 ms; receives that fail with
  * their peer are dropped): returns IPU_ERR_TRANSPORT with "lost rank X on
  * host H (reported by rank F); the job cannot continue", else IPU_OK. */
 ipu_status_t ipu_lost_poll(ipu_lost_t *l);
