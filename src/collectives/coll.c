@@ -163,7 +163,7 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
             }
         }
         if (c->ctx->live && (spin & 15) == 0)
-            gcl_progress_live(c->ctx); /* the caller's non-blocking calls */
+            gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */
         gcl_idle(c->ctx, spin);
     }
     if (st == GCL_OK && avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))

@@ -156,11 +156,12 @@ void gcl_req_track(gcl_request_t *r);
 /* Take c's requests off the live list (c is being destroyed with calls
  * still outstanding, which gcl.h forbids: they are no longer progressed). */
 void gcl_req_untrack_comm(gcl_comm_t *c);
-/* Advance the live requests of ctx, oldest first. The order does not
- * matter for correctness: every op a call puts on a shared-memory segment
- * takes its place there when the call starts (gcl_s_shm). Outcomes stay in
- * the requests for their own test or wait. */
-void gcl_progress_live(gcl_ctx_t *ctx);
+/* Advance the live requests of ctx but skip (NULL: none; the caller's own
+ * wait progresses it), oldest first. The order does not matter for
+ * correctness: every op a call puts on a shared-memory segment takes its
+ * place there when the call starts (gcl_s_shm). Outcomes stay in the
+ * requests for their own test or wait. */
+void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip);
 void *gcl_req_alloc(gcl_request_t *r, size_t bytes);
 /* Add ops; deps < 0 are ignored; each returns the op's index (or -1 after
  * an allocation failure, recorded in r->err). */

@@ -99,10 +99,10 @@ void gcl_req_untrack_comm(gcl_comm_t *c)
     }
 }
 
-void gcl_progress_live(gcl_ctx_t *ctx)
+void gcl_progress_live(gcl_ctx_t *ctx, const gcl_request_t *skip)
 {
     for (gcl_request_t *r = ctx->live; r; r = r->live_next)
-        if (!r->err && (!r->started || r->ndone < r->nops))
+        if (r != skip && !r->err && (!r->started || r->ndone < r->nops))
             (void)gcl_req_progress(r);
 }
 
@@ -506,11 +506,11 @@ static gcl_status_t timed_out(gcl_request_t *r)
     return GCL_ERR_TIMED_OUT;
 }
 
-/* Progress r (others: the live requests first, oldest first). */
+/* Progress r (others: the other live requests first, oldest first). */
 static gcl_status_t test_once(gcl_request_t *r, int others)
 {
     if (others && (r->comm->ctx->live != r || r->live_next))
-        gcl_progress_live(r->comm->ctx);
+        gcl_progress_live(r->comm->ctx, r);
     gcl_status_t st = gcl_req_progress(r);
     if (st == GCL_IN_PROGRESS && r->deadline > 0 && gcl_now() > r->deadline)
         return timed_out(r);
@@ -557,8 +557,8 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
     gcl_ctx_t *ctx = NULL;
     for (unsigned spin = 0; left > 0; spin++) {
         left = 0;
-        if (ctx && ctx->live) /* once per sweep: the calls not in reqs */
-            gcl_progress_live(ctx);
+        if (ctx && ctx->live) /* once per sweep: every live call, then reqs tested */
+            gcl_progress_live(ctx, NULL);
         for (int i = 0; i < n; i++) {
             if (reqs[i] == NULL)
                 continue;

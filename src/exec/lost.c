@@ -15,13 +15,6 @@ struct ipu_lost {
     double next_poll;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
 {
     *out = NULL;
@@ -82,7 +75,7 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l)
 {
     if (l == NULL)
         return IPU_OK;
-    double t = now_s();
+    double t = MPI_Wtime();
     if (!l->heard && t < l->next_poll)
         return IPU_OK;
     l->next_poll = t + 0.01;
@@ -106,7 +99,7 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
         return st; /* not a lost peer */
     /* the peer that failed may have told of an earlier loss: give its
      * notice a moment to be seen */
-    for (double end = now_s() + 0.05; failed >= 0 && !check(l, l->size) && now_s() < end;)
+    for (double end = MPI_Wtime() + 0.05; failed >= 0 && !check(l, l->size) && MPI_Wtime() < end;)
         ipu_transport_progress(l->t);
     int32_t lost = l->heard ? l->lost : failed;
     if (l->heard && failed >= 0 && failed != l->lost)
@@ -121,7 +114,7 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
     /* stay reachable a while: the others poll for notices every 10 ms while
      * they run, and a peer that closed its connections at once could leave
      * its notice unread behind the reset */
-    for (double end = now_s() + IPU_LOST_LINGER_S; now_s() < end;) {
+    for (double end = MPI_Wtime() + IPU_LOST_LINGER_S; MPI_Wtime() < end;) {
         ipu_transport_progress(l->t);
         for (int p = 0; left > 0 && p < l->size; p++) {
             int done = 0;

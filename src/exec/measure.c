@@ -8,9 +8,7 @@
 /* memory bandwidth one core sees while the others run (GB/s) */
 #define IPU_MEASURE_MEM_GBPS 8.0
 /* interleaved timing rounds over the distinct shapes (best of each kept) */
-#ifndef IPU_MEASURE_ROUNDS
 #define IPU_MEASURE_ROUNDS 3
-#endif
 
 static int is_dense(const ipu_node_t *n)
 {
