@@ -3,24 +3,29 @@
  * Segment layout (one POSIX shm object per communicator, page aligned):
  *   header line | per member: "in" line, "red" line (128 B apart, so no two
  *   members' flags share a line or an adjacent-line prefetch pair) |
- *   per member: NBUF (3) staging buffers of slot_bytes each.
- * An "in" line holds the member's in counter and NBUF inline areas of 16
+ *   per member: B staging buffers of slot_bytes each (B = 3 unless
+ *   GCL_SHM_NBUF says up to NBUF = 7).
+ * An "in" line holds the member's in counter and B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
  * (one cache-line transfer per peer).
  *
  * Every operation consumes a range of global segment numbers g (1, 2, ...),
  * the same on every member because all start the same ops in the same order
- * with the same arguments; segment g uses buffer g % 3 of each member. Two
+ * with the same arguments; segment g uses buffer g % B of each member. Two
  * monotonic counters per member, each written only by that member with
  * release stores and read with acquire loads:
- *   in  = g: the member's data for segment g is in its buffer g % 3, and it
+ *   in  = g: the member's data for segment g is in its buffer g % B, and it
  *            has finished reading every other member's buffers for all
- *            segments <= g - 2;
+ *            segments <= g - (B - 1);
  *   red = g: the member's reduced chunk of segment g is in its buffer.
  * A member writes its buffer for segment g only once every member has
- * in >= g - 1 (then nobody still reads segment g - 3, the buffer's previous
+ * in >= g - 1 (then nobody still reads segment g - B, the buffer's previous
  * use). These two rules are all the flow control there is: no "done" flags,
- * no resets, and the copy-in of segment g + 1 overlaps the reduction of g.
+ * no resets, and the copy-in of segment g + 1 overlaps the reduction of g
+ * (a member runs up to B - 2 segments ahead of its copy-out).
+ *
+ * Large ops write staging with ordinary or streaming stores, chosen per op
+ * by timing (stage_nt_choose below).
  *
  * Algorithms (the caller's buffers are private; everything crosses the
  * staging buffers):
@@ -55,10 +60,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LINE 128
-#define NBUF 3
+#define NBUF 7 /* most staging buffers per member (inline areas: 8 + 7 * 16 <= LINE) */
 #define INL_BYTES 16
 #define SHM_MAGIC 0x67636c73686d3031ull /* "gclshm01" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
@@ -76,7 +82,18 @@ typedef struct {
     int32_t size;
 } header_t;
 
-enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER };
+enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER, K_COUNT };
+
+/* Streaming stores into staging, chosen per op by measurement (stage_nt_*
+ * below): per (kind, size class) the moving average of seconds per byte
+ * with and without them. */
+#define NT_MIN_BYTES ((size_t)64 * 1024) /* smaller ops: ordinary stores */
+#define NT_CLASSES 16                    /* log2 size classes from 64 KiB */
+#define NT_EXPLORE 32                    /* one op in this many tries the other way */
+typedef struct {
+    double ema[2]; /* seconds per byte: [0] ordinary, [1] streaming; 0: none yet */
+    uint64_t n;    /* ops of this class so far */
+} nt_stat_t;
 
 struct gcl_shm_op {
     gcl_shm_t *shm;
@@ -84,6 +101,10 @@ struct gcl_shm_op {
     int kind, root, oneshot, inl, done;
     int held;         /* in the queue, not to run yet (gcl_shm_hold) */
     int nt;           /* outputs written with streaming stores (large) */
+    int snt;          /* staging written with streaming stores (stage_nt) */
+    int nt_key;       /* index into shm->ntst, -1: not timed */
+    int started;
+    double t0;        /* first step, seconds */
     gcl_status_t status;
     const char *in;   /* this member's input */
     char *out;        /* this member's output (NULL: none) */
@@ -98,8 +119,12 @@ struct gcl_shm_op {
 
 struct gcl_shm {
     int rank, size;
+    size_t nbuf;      /* staging buffers per member, 3..NBUF */
     size_t slot, bytes, oneshot_max;
     size_t stream_min; /* outputs from this size on bypass the cache */
+    int stage_nt;      /* streaming stores into staging: -1 chosen per op, 0 no, 1 yes */
+    nt_stat_t ntst[K_COUNT * NT_CLASSES];
+    char *blk;         /* SUB_BYTES of scratch (reductions bound for staging) */
     char *base;
     char *data;
     uint64_t next_g;              /* next free global segment number */
@@ -135,8 +160,8 @@ static inline _Atomic uint64_t *red_ctr(const gcl_shm_t *s, int j)
 static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
 {
     if (inl)
-        return (char *)in_line(s, j)->inl[g % NBUF];
-    return s->data + ((size_t)j * NBUF + g % NBUF) * s->slot;
+        return (char *)in_line(s, j)->inl[g % s->nbuf];
+    return s->data + ((size_t)j * s->nbuf + g % s->nbuf) * s->slot;
 }
 static inline void publish_in(gcl_shm_t *s, uint64_t g)
 {
@@ -186,26 +211,40 @@ static inline void out_copy(const gcl_shm_op_t *o, void *dst, const void *src, s
     else
         gcl_copy(dst, src, n);
 }
+/* A copy into this member's staging. */
+static inline void stage_copy(const gcl_shm_op_t *o, void *dst, const void *src, size_t n)
+{
+    if (o->snt)
+        gcl_copy_stream(dst, src, n);
+    else
+        gcl_copy(dst, src, n);
+}
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
 /* Reduce n sources (src[j], rank order) of m elements into dst (which may
- * equal src[0] only), through L1-sized blocks; AVG divides at the end. */
-static void reduce_sources(const gcl_shm_op_t *o, char *dst, const char *const *src, int n,
-                           size_t m, char *copy_to)
+ * equal src[0] only; staging when to_stage, then written as stage_copy
+ * does), through L1-sized blocks, each then also copied to copy_to (if not
+ * NULL); AVG divides at the end. */
+static void reduce_sources(const gcl_shm_op_t *o, char *dst, int to_stage,
+                           const char *const *src, int n, size_t m, char *copy_to)
 {
     size_t blk = SUB_BYTES / o->es;
     for (size_t i = 0; i < m; i += blk) {
         size_t k = min_sz(blk, m - i), off = i * o->es;
+        int via_blk = to_stage && o->snt;
+        char *d = via_blk ? o->shm->blk : dst + off;
         if (n == 1)
-            gcl_copy(dst + off, src[0] + off, k * o->es);
+            gcl_copy(d, src[0] + off, k * o->es);
         else
-            gcl_reduce_local3(dst + off, src[0] + off, src[1] + off, k, o->dt, o->op);
+            gcl_reduce_local3(d, src[0] + off, src[1] + off, k, o->dt, o->op);
         for (int j = 2; j < n; j++)
-            gcl_reduce_local(dst + off, src[j] + off, k, o->dt, o->op);
+            gcl_reduce_local(d, src[j] + off, k, o->dt, o->op);
         if (o->op == GCL_AVG)
-            gcl_reduce_finish_avg(dst + off, k, o->dt, n);
+            gcl_reduce_finish_avg(d, k, o->dt, n);
+        if (via_blk)
+            gcl_copy_stream(dst + off, d, k * o->es);
         if (copy_to)
-            out_copy(o, copy_to + off, dst + off, k * o->es);
+            out_copy(o, copy_to + off, d, k * o->es);
     }
 }
 
@@ -257,8 +296,8 @@ static void ar_copyin(gcl_shm_op_t *o, size_t k)
     ar_chunk(o, k, s->rank, &lo, &hi, &C);
     char *b = buf(s, s->rank, o->g0 + k, 0);
     const char *in = o->in + base * o->es;
-    gcl_copy(b, in, lo * o->es); /* chunks before mine, then after */
-    gcl_copy(b + hi * o->es, in + hi * o->es, (len - hi) * o->es);
+    stage_copy(o, b, in, lo * o->es); /* chunks before mine, then after */
+    stage_copy(o, b + hi * o->es, in + hi * o->es, (len - hi) * o->es);
 }
 
 static void ar_reduce(gcl_shm_op_t *o, size_t k)
@@ -277,7 +316,7 @@ static void ar_reduce(gcl_shm_op_t *o, size_t k)
     char *out = want_out ? o->out + (k * o->seg) * o->es + off : NULL;
     /* in place, the own input may be read after dst's first block: dst is
      * the staging hole, never the input */
-    reduce_sources(o, buf(s, s->rank, g, 0) + off, sp, s->size, hi - lo, out);
+    reduce_sources(o, buf(s, s->rank, g, 0) + off, 1, sp, s->size, hi - lo, out);
 }
 
 /* Copy out the other members' reduced chunks of segment k (as they become
@@ -307,7 +346,7 @@ static int ar_step(gcl_shm_op_t *o)
     if (o->oneshot)
         return ar_oneshot(o);
     for (;;) {
-        if (o->k_in < o->nseg && o->k_in == o->k_red && o->k_out + 1 >= o->k_in &&
+        if (o->k_in < o->nseg && o->k_in == o->k_red && o->k_out + s->nbuf - 2 >= o->k_in &&
             can_write(s, o->g0 + o->k_in)) {
             ar_copyin(o, o->k_in);
             publish_in(s, o->g0 + o->k_in);
@@ -338,8 +377,8 @@ static int rs_step(gcl_shm_op_t *o)
             char *b = buf(s, s->rank, o->g0 + k, o->inl);
             for (int c = 0; c < n; c++)
                 if (c != s->rank)
-                    gcl_copy(b + (size_t)c * P * o->es, o->in + ((size_t)c * o->count + k * P) * o->es,
-                           len * o->es);
+                    stage_copy(o, b + (size_t)c * P * o->es,
+                               o->in + ((size_t)c * o->count + k * P) * o->es, len * o->es);
             publish_in(s, o->g0 + k);
             o->k_in++;
         } else if (o->k_red < o->k_in && all_in(s, o->g0 + o->k_red)) {
@@ -350,7 +389,7 @@ static int rs_step(gcl_shm_op_t *o)
                             ? o->in + ((size_t)j * o->count + k * P) * o->es
                             : buf(s, j, o->g0 + k, o->inl) + (size_t)s->rank * P * o->es;
             /* dst may equal src[0] only (in place, rank 0) */
-            reduce_sources(o, o->out + k * P * o->es, sp, n, len, NULL);
+            reduce_sources(o, o->out + k * P * o->es, 0, sp, n, len, NULL);
             o->k_red++;
         } else {
             break;
@@ -367,10 +406,11 @@ static int ag_step(gcl_shm_op_t *o)
     int n = s->size;
     size_t E = o->seg;
     for (;;) {
-        if (o->k_in < o->nseg && o->k_out + 1 >= o->k_in && can_write(s, o->g0 + o->k_in)) {
+        if (o->k_in < o->nseg && o->k_out + s->nbuf - 2 >= o->k_in &&
+            can_write(s, o->g0 + o->k_in)) {
             size_t k = o->k_in, len = min_sz(E, o->count - k * E) * o->es;
             const char *src = o->in + k * E * o->es;
-            gcl_copy(buf(s, s->rank, o->g0 + k, o->inl), src, len);
+            stage_copy(o, buf(s, s->rank, o->g0 + k, o->inl), src, len);
             char *mine = o->out + ((size_t)s->rank * o->count + k * E) * o->es;
             if (mine != src)
                 gcl_copy(mine, src, len);
@@ -408,15 +448,16 @@ static int bc_step(gcl_shm_op_t *o)
     if (s->rank == o->root) {
         while (o->k_in < o->nseg && can_write(s, o->g0 + o->k_in)) {
             size_t k = o->k_in;
-            gcl_copy(buf(s, s->rank, o->g0 + k, o->inl), o->out + k * E * o->es,
-                   min_sz(E, o->count - k * E) * o->es);
+            stage_copy(o, buf(s, s->rank, o->g0 + k, o->inl), o->out + k * E * o->es,
+                       min_sz(E, o->count - k * E) * o->es);
             publish_in(s, o->g0 + k);
             o->k_in++;
         }
         return o->k_in == o->nseg;
     }
-    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 and g0 + 1 */
-        publish_in(s, o->g0 + 1 < last ? o->g0 + 1 : last);
+    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 .. g0 + B - 2 */
+        uint64_t claim = o->g0 + s->nbuf - 2;
+        publish_in(s, claim < last ? claim : last);
         o->k_in = 1;
     }
     while (o->k_out < o->nseg && in_ready(s, o->root, o->g0 + o->k_out)) {
@@ -424,8 +465,8 @@ static int bc_step(gcl_shm_op_t *o)
         out_copy(o, o->out + k * E * o->es, buf(s, o->root, o->g0 + k, o->inl),
                min_sz(E, o->count - k * E) * o->es);
         o->k_out++;
-        /* read everything up to k: may claim k + 2 (never past this op) */
-        uint64_t claim = o->g0 + k + 2;
+        /* read everything up to k: may claim k + nbuf - 1 (never past this op) */
+        uint64_t claim = o->g0 + k + s->nbuf - 1;
         publish_in(s, claim < last ? claim : last);
     }
     return o->k_out == o->nseg;
@@ -487,6 +528,68 @@ static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_
     return GCL_OK;
 }
 
+/* ------------------------------------- streaming stores into staging */
+
+/* A member's staging is read by the others. Where two cores share a cache,
+ * ordinary stores leave it there for them (fastest); where they do not (on
+ * this project's VM the host places the vCPUs so from time to time, for
+ * seconds or a whole process: docs/libgcl.md), every line the reader takes
+ * is a dirty line in the writer's cache, and streaming stores, which send
+ * it to memory, were 4-5x faster (2 ranks, 2-16 MiB) while costing 1.3-2x
+ * when the cache is shared. So each member times its own ops and picks, per
+ * (kind, size class), the faster way by a moving average, trying the other
+ * way one op in NT_EXPLORE (a bandit; every member counts the same ops, so
+ * all try it in the same op). Correctness does not depend on the choice:
+ * it changes how a member writes its staging, not what or when. */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void stage_nt_choose(gcl_shm_op_t *o, size_t bytes)
+{
+    gcl_shm_t *s = o->shm;
+    o->nt_key = -1;
+    o->snt = 0;
+    if (bytes < NT_MIN_BYTES || o->oneshot || o->inl || o->nseg == 0 || o->kind == K_BARRIER)
+        return;
+    if (s->stage_nt >= 0) {
+        o->snt = s->stage_nt;
+        return;
+    }
+    int c = 0;
+    while (c < NT_CLASSES - 1 && (NT_MIN_BYTES << (c + 1)) <= bytes)
+        c++;
+    o->nt_key = o->kind * NT_CLASSES + c;
+    nt_stat_t *t = &s->ntst[o->nt_key];
+    uint64_t k = t->n++;
+    if (t->ema[0] == 0 || t->ema[1] == 0) {
+        o->snt = t->ema[0] != 0;
+        return;
+    }
+    int best = t->ema[1] < t->ema[0];
+    o->snt = k % NT_EXPLORE == NT_EXPLORE - 1 ? !best : best;
+}
+
+/* A timed op is done: fold its seconds per byte into its mode's average
+ * (the mode it tried against the other's average replaces it outright). */
+static void stage_nt_update(gcl_shm_op_t *o)
+{
+    if (o->nt_key < 0 || !o->started)
+        return;
+    nt_stat_t *t = &o->shm->ntst[o->nt_key];
+    size_t bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)o->shm->size : 1);
+    double v = (now_s() - o->t0) / (double)bytes;
+    double *e = &t->ema[o->snt], other = t->ema[!o->snt];
+    if (*e == 0 || (other != 0 && *e > other))
+        *e = v;
+    else
+        *e = 0.75 * *e + 0.25 * v;
+}
+
 /* Number the op's segments, queue it, and try a first step. */
 static gcl_status_t op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
 {
@@ -494,6 +597,7 @@ static gcl_status_t op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
     size_t out_bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)s->size : 1);
     o->nt = out_bytes > 0 && out_bytes >= s->stream_min;
     o->nseg = nseg;
+    stage_nt_choose(o, out_bytes);
     o->g0 = s->next_g;
     s->next_g += nseg;
     *out = o;
@@ -717,8 +821,16 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
                               "cancelled operation");
             break;
         }
-        if (h->held || (h->nseg > 0 && !step(h)))
+        if (h->held)
             return GCL_IN_PROGRESS;
+        if (!h->started) {
+            h->started = 1;
+            if (h->nt_key >= 0)
+                h->t0 = now_s();
+        }
+        if (h->nseg > 0 && !step(h))
+            return GCL_IN_PROGRESS;
+        stage_nt_update(h);
         h->done = 1;
         s->head = h->next;
         if (s->head == NULL)
@@ -821,11 +933,13 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     *out = NULL;
     gcl_shm_t *s = calloc(1, sizeof(*s));
     uint64_t *seen = calloc(3 * (size_t)local_size, sizeof(uint64_t));
-    if (s == NULL || seen == NULL) {
+    void *blk = NULL;
+    if (s == NULL || seen == NULL || posix_memalign(&blk, 64, SUB_BYTES) != 0) {
         free(s);
         free(seen);
         return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
     }
+    s->blk = blk;
     s->rank = local_rank;
     s->size = local_size;
     s->seen_in = seen;
@@ -845,8 +959,13 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     s->stream_min = env && *env ? strtoull(env, NULL, 0)
                     : l3 > 0    ? (size_t)l3 / 4
                                 : (size_t)8 << 20;
+    env = getenv("GCL_SHM_STAGE_NT");
+    s->stage_nt = env && *env && strcmp(env, "auto") != 0 ? atoi(env) != 0 : -1;
     size_t ctl = round_up(LINE + (size_t)local_size * 2 * LINE, 4096);
-    s->bytes = ctl + (size_t)local_size * NBUF * s->slot;
+    env = getenv("GCL_SHM_NBUF");
+    s->nbuf = env && *env ? strtoull(env, NULL, 0) : 3;
+    s->nbuf = s->nbuf < 3 ? 3 : s->nbuf > NBUF ? NBUF : s->nbuf;
+    s->bytes = ctl + (size_t)local_size * s->nbuf * s->slot;
 
     gcl_status_t st = GCL_OK;
     if (local_size == 1) {
@@ -922,13 +1041,14 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         if (s->base)
             munmap(s->base, s->bytes);
         free(seen);
+        free(s->blk);
         free(s);
         return st;
     }
     s->data = s->base + ctl;
     /* first touch of this member's own buffers here (NUMA placement, and no
      * page faults inside collectives) */
-    memset(s->data + (size_t)local_rank * NBUF * s->slot, 0, NBUF * s->slot);
+    memset(s->data + (size_t)local_rank * s->nbuf * s->slot, 0, s->nbuf * s->slot);
     *out = s;
     return GCL_OK;
 }
@@ -947,5 +1067,6 @@ void gcl_shm_close(gcl_shm_t *s)
     if (s->base)
         munmap(s->base, s->bytes);
     free(s->seen_in);
+    free(s->blk);
     free(s);
 }

@@ -371,13 +371,22 @@ int main(int argc, char **argv)
     int pid0 = (int)getpid();
     MPI_Bcast(&pid0, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
-    gcl_shm_t *shm = NULL, *small = NULL;
+    gcl_shm_t *shm = NULL, *small = NULL, *nt = NULL;
     gcl_status_t st = gcl_shm_open(g_rank, g_size, GCL_SHM_SLOT_BYTES, mpi_allgather, &comm, &shm);
     CHECK(st == GCL_OK, "gcl_shm_open: %s", ipu_error_message());
     /* a second segment with a tiny slot: many segments per op */
     st = gcl_shm_open(g_rank, g_size, 4096, mpi_allgather, &comm, &small);
     CHECK(st == GCL_OK, "gcl_shm_open (small): %s", ipu_error_message());
-    if (shm == NULL || small == NULL)
+    /* a third with streaming stores into staging forced on and 5 staging
+     * buffers per member (the default segments choose per op by timing,
+     * so they run both ways too) */
+    setenv("GCL_SHM_STAGE_NT", "1", 1);
+    setenv("GCL_SHM_NBUF", "5", 1);
+    st = gcl_shm_open(g_rank, g_size, 8192, mpi_allgather, &comm, &nt);
+    CHECK(st == GCL_OK, "gcl_shm_open (streaming): %s", ipu_error_message());
+    unsetenv("GCL_SHM_STAGE_NT");
+    unsetenv("GCL_SHM_NBUF");
+    if (shm == NULL || small == NULL || nt == NULL)
         MPI_Abort(MPI_COMM_WORLD, 1);
     char path[64];
     snprintf(path, sizeof(path), "/dev/shm/gcl-%d-0", pid0);
@@ -388,13 +397,17 @@ int main(int argc, char **argv)
     test_reductions(small, 3); /* f32, f16, i32: many segments per op */
     test_moves(shm);
     test_moves(small);
+    test_reductions(nt, 3);
+    test_moves(nt);
     test_vs_mpi(shm);
     test_sequence(shm);
     test_sequence(small);
+    test_sequence(nt);
     test_barrier(shm);
 
     gcl_shm_close(shm);
     gcl_shm_close(small);
+    gcl_shm_close(nt);
     int fails = g_fails, total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0) {
