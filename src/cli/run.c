@@ -260,7 +260,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     data_t d = {0};
     ipu_pipeline_report_t rep = {0};
     ipu_partition_t plan = {0};
-    ipu_status_t st = ipu_model_load(o->model, &g);
+    ipu_status_t st = ipu_model_load_deferred(o->model, &g); /* weights copied after the plan */
     if (st == IPU_OK)
         st = ipu_graph_bind_ops(g, ipu_op_lookup);
     if (st == IPU_OK)

@@ -58,8 +58,11 @@ static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double 
     memset(owned, 0, sizeof(owned));
     for (int k = 0; k < n->n_inputs && st == IPU_OK; k++) {
         in[k] = ipu_value_tensor(g, n->inputs[k]);
-        if (n->inputs[k] < 0 || in[k].data)
-            continue; /* absent, or a weight: the real bytes */
+        if (n->inputs[k] < 0 ||
+            (in[k].data && g->values[n->inputs[k]].data_kind != IPU_CONST_DEFERRED))
+            continue; /* absent, or a weight: the real bytes (one still in
+                       * the model file, maybe unaligned: made up below) */
+        in[k].data = NULL;
         if ((st = ipu_tensor_alloc(&in[k])) != IPU_OK)
             break;
         owned[k] = 1;

@@ -6,6 +6,7 @@
 #include "exec/binding.h"
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
+#include "graph/load.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -620,8 +621,10 @@ static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const 
         keep[g->outputs[k]] = 1;
     for (int v = 0; v < g->n_values; v++) {
         ipu_value_t *val = &g->values[v];
-        if (!keep[v] && val->data_kind == IPU_CONST_OWNED && val->producer < 0) {
-            free(val->data);
+        if (!keep[v] && val->producer < 0 &&
+            (val->data_kind == IPU_CONST_OWNED || val->data_kind == IPU_CONST_DEFERRED)) {
+            if (val->data_kind == IPU_CONST_OWNED)
+                free(val->data);
             val->data = NULL;
             val->data_kind = IPU_CONST_NONE;
         }
@@ -717,6 +720,9 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         st = build_links(&pp, plan.node_stage);
     if (st == IPU_OK) {
         drop_foreign_constants(g, plan.node_stage, &pp);
+        st = ipu_graph_materialise(g); /* this rank's weights out of the model file */
+    }
+    if (st == IPU_OK) {
         ipu_binding_t bind;
         int bound = 0;
         if (p->bind) { /* the ranks of this host share its cores */

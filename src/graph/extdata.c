@@ -52,7 +52,7 @@ static int has_dotdot(const char *loc)
     return 0;
 }
 
-static ipu_status_t add_mapping(ipu_graph_t *g, void *addr, size_t len)
+ipu_status_t ipu_graph_keep_mapping(ipu_graph_t *g, void *addr, size_t len)
 {
     ipu_mapping_t *nm = realloc(g->maps, (size_t)(g->n_maps + 1) * sizeof(*nm));
     if (nm == NULL) {
@@ -214,7 +214,7 @@ ipu_status_t ipu_extdata_load(const ipu_tp_ctx_t *c, const Onnx__TensorProto *tp
                        c->file, what, path, strerror(errno));
         goto out;
     }
-    st = add_mapping(c->g, addr, maplen);
+    st = ipu_graph_keep_mapping(c->g, addr, maplen);
     if (st == IPU_OK) {
         *data = (char *)addr + delta;
         *kind = IPU_CONST_MAPPED;

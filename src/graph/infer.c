@@ -5,6 +5,7 @@
  * once (constant folding), which resolves the Shape -> Gather -> Unsqueeze ->
  * Concat -> Reshape chains that PyTorch exports, so every value ends with a
  * static shape. */
+#include "graph/load.h"
 #include "graph/op.h"
 
 #include <stdio.h>
@@ -58,6 +59,9 @@ static ipu_status_t fold_node(ipu_graph_t *g, ipu_node_t *n)
     ipu_tensor_t in[n->n_inputs + 1], out[n->n_outputs + 1];
     ipu_kernel_ctx_t ctx = {.threads = 1};
     ipu_status_t st = IPU_OK;
+    for (int k = 0; k < n->n_inputs; k++) /* weights still in the model file: copy them */
+        if (n->inputs[k] >= 0 && (st = ipu_value_materialise(g, n->inputs[k])) != IPU_OK)
+            return st;
     for (int k = 0; k < n->n_inputs; k++)
         in[k] = ipu_value_tensor(g, n->inputs[k]);
     for (int k = 0; k < n->n_outputs; k++) {

@@ -28,6 +28,9 @@ enum {
     IPU_CONST_NONE = 0,   /* not a constant (activation) */
     IPU_CONST_OWNED,      /* malloc'd by the graph, freed with it */
     IPU_CONST_MAPPED,     /* inside an mmap'd external data file (read-only) */
+    IPU_CONST_DEFERRED,   /* still inside the model file's mapping, maybe not
+                           * element-aligned: no kernel may read it before
+                           * ipu_graph_materialise() (graph/load.h) */
 };
 
 typedef struct ipu_value {

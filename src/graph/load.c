@@ -16,13 +16,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 
 typedef struct load_ctx {
     const char *path;
     ipu_graph_t *g;
     ipu_tp_ctx_t tp;
+    const uint8_t *file;       /* the model file's mapping */
+    const ipu_rawref_t *refs;  /* raw_data left out of the parse (rawskip.c) */
+    size_t n_refs;
 } load_ctx_t;
+
+/* Initializers from this size on stay in the file until materialised. */
+#define DEFER_MIN_BYTES ((size_t)64 * 1024) /* weights; not the small
+                                                    * tensors shape inference reads */
 
 #define NOMEM(c) ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", (c)->path)
 
@@ -234,6 +243,7 @@ static ipu_status_t load_initializers(load_ctx_t *c, const Onnx__GraphProto *gp)
         return ipu_error(IPU_ERR_UNSUPPORTED, "%s: sparse initializer '%s' is not supported; "
                          "store it dense", c->path, ipu_pbstr(gp->sparse_initializer[0]->values ?
                          gp->sparse_initializer[0]->values->name : NULL));
+    size_t r = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         Onnx__TensorProto *tp = gp->initializer[i];
         const char *name = ipu_pbstr(tp->name);
@@ -250,7 +260,23 @@ static ipu_status_t load_initializers(load_ctx_t *c, const Onnx__GraphProto *gp)
         snprintf(what, sizeof(what), "initializer '%s'", name);
         ipu_tensor_t t;
         int kind;
+        /* raw_data left in the file: point at it there (refs are in
+         * initializer order) */
+        int deferred = r < c->n_refs && c->refs[r].init_index == i;
+        if (deferred) {
+            tp->has_raw_data = 1;
+            tp->raw_data.data = (uint8_t *)(uintptr_t)(c->file + c->refs[r].offset);
+            tp->raw_data.len = c->refs[r].len;
+            r++;
+        }
+        c->tp.defer_raw = deferred;
         ipu_status_t st = ipu_tp_decode(&c->tp, tp, what, &t, &kind);
+        c->tp.defer_raw = 0;
+        if (deferred) { /* not protobuf-c's to free */
+            tp->has_raw_data = 0;
+            tp->raw_data.data = NULL;
+            tp->raw_data.len = 0;
+        }
         if (st != IPU_OK)
             return st;
         if (tp->has_raw_data && tp->raw_data.data != NULL) {
@@ -504,7 +530,59 @@ static ipu_status_t with_path(const char *path, ipu_status_t st)
     return ipu_error(st, "%s: %s", path, msg);
 }
 
+ipu_status_t ipu_value_materialise(ipu_graph_t *g, int v)
+{
+    ipu_value_t *val = &g->values[v];
+    if (val->data_kind != IPU_CONST_DEFERRED)
+        return IPU_OK;
+    ipu_tensor_t t = ipu_value_tensor(g, v);
+    const void *src = t.data;
+    size_t n = ipu_tensor_nbytes(&t);
+    t.data = NULL;
+    if (ipu_tensor_alloc(&t) != IPU_OK)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory copying initializer '%s' (%zu bytes) "
+                         "out of the model file", val->name, n);
+    /* 1 MiB at a time, each piece's file pages then handed back (they stay
+     * in the page cache, for the other ranks): the process never holds the
+     * file's copy and its own together */
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), done_to = (uintptr_t)src / pg * pg;
+    for (size_t off = 0; off < n;) {
+        size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
+        memcpy((char *)t.data + off, (const char *)src + off, k);
+        off += k;
+        uintptr_t end = ((uintptr_t)src + off) / pg * pg; /* whole pages read */
+        if (off == n)
+            end = ((uintptr_t)src + n + pg - 1) / pg * pg;
+        if (end > done_to)
+            madvise((void *)done_to, end - done_to, MADV_DONTNEED);
+        done_to = end > done_to ? end : done_to;
+    }
+    val->data = t.data;
+    val->data_kind = IPU_CONST_OWNED;
+    return IPU_OK;
+}
+
+ipu_status_t ipu_graph_materialise(ipu_graph_t *g)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        ipu_status_t st = ipu_value_materialise(g, v);
+        if (st != IPU_OK)
+            return st;
+    }
+    return IPU_OK;
+}
+
 ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out)
+{
+    ipu_status_t st = ipu_model_load_deferred(path, out);
+    if (st == IPU_OK && (st = ipu_graph_materialise(*out)) != IPU_OK) {
+        ipu_graph_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
 {
     const uint8_t *buf = NULL;
     size_t len = 0;
@@ -525,14 +603,28 @@ ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out)
         return ipu_error(IPU_ERR_INVALID_MODEL, "%s: not an ONNX model (not a ModelProto "
                          "protobuf: %s); pass an .onnx file", path, why);
     }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    ipu_file_release(buf, len);
+    /* large raw_data stays in the file: protobuf-c would copy it all */
+    uint8_t *stripped = NULL;
+    size_t slen = 0, n_refs = 0;
+    ipu_rawref_t *refs = NULL;
+    int strip = ipu_rawskip_strip(buf, len, DEFER_MIN_BYTES, &stripped, &slen, &refs, &n_refs) == 0;
+    Onnx__ModelProto *m = strip ? onnx__model_proto__unpack(NULL, slen, stripped)
+                                : onnx__model_proto__unpack(NULL, len, buf);
+    free(stripped);
+    if (!strip || m == NULL) {
+        ipu_file_release(buf, len);
+        buf = NULL;
+        free(refs);
+        refs = NULL;
+        n_refs = 0;
+    }
     if (m == NULL)
         return ipu_error(IPU_ERR_INVALID_MODEL, "%s: not a valid ONNX model (the protobuf "
                          "is damaged or truncated inside); export or copy it again", path);
 
     ipu_graph_t *g = NULL;
     char *dirbuf = NULL;
+    int kept = 0; /* buf is in g->maps */
     const Onnx__GraphProto *gp = m->graph;
     if (gp == NULL) {
         st = ipu_error(IPU_ERR_INVALID_MODEL, "%s: the model has no graph; it is empty, "
@@ -550,9 +642,15 @@ ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out)
         st = ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", path);
         goto out;
     }
+    if (buf != NULL) { /* deferred initializers point into it: the graph keeps it */
+        kept = 1;         /* (unmapped by the call when it fails) */
+        if ((st = ipu_graph_keep_mapping(g, (void *)(uintptr_t)buf, len)) != IPU_OK)
+            goto out;
+    }
     load_ctx_t c = {
         .path = path, .g = g,
         .tp = {.file = path, .dir = g->dir, .g = g, .bad = IPU_ERR_INVALID_MODEL, .steal_raw = 1},
+        .file = buf, .refs = refs, .n_refs = n_refs,
     };
     if ((st = load_opsets(&c, m)) != IPU_OK ||
         (st = load_initializers(&c, gp)) != IPU_OK ||
@@ -567,6 +665,9 @@ ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out)
     }
 out:
     onnx__model_proto__free_unpacked(m, NULL);
+    if (buf != NULL && !kept)
+        ipu_file_release(buf, len);
+    free(refs);
     free(dirbuf);
     if (st != IPU_OK) {
         ipu_graph_free(g);

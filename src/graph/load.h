@@ -25,6 +25,21 @@
  *   IPU_ERR_UNSUPPORTED   opset out of range, unsupported tensor dtype */
 ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out);
 
+/* ipu_model_load() that leaves the raw_data of initializers of 64 KiB and
+ * more in the model file's mapping (kind IPU_CONST_DEFERRED, data pointing
+ * into it, untouched): a pipeline rank then copies only the weights of its
+ * own stages (ipu_graph_materialise() after dropping the others), instead of
+ * all of them. Same errors. Constant folding (ipu_graph_infer) materialises
+ * what it folds. */
+ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out);
+
+/* Copy every IPU_CONST_DEFERRED value into owned, aligned memory (then
+ * IPU_CONST_OWNED) and give the file pages it read back to the kernel.
+ * ipu_value_materialise() does one value (a no-op for other kinds).
+ * Errors: IPU_ERR_NO_MEMORY. */
+ipu_status_t ipu_graph_materialise(ipu_graph_t *g);
+ipu_status_t ipu_value_materialise(ipu_graph_t *g, int v);
+
 /* Read a serialized onnx.TensorProto file into t (t->data malloc'd, caller
  * frees) and its name (*name malloc'd or NULL if name is NULL). */
 ipu_status_t ipu_tensorproto_read(const char *path, ipu_tensor_t *t, char **name);

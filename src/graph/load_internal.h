@@ -26,6 +26,8 @@ typedef struct ipu_tp_ctx {
     ipu_status_t bad;     /* status for malformed data: INVALID_MODEL / INPUT */
     int steal_raw;        /* 1: take raw_data's malloc'd bytes instead of copying
                            * them (the TensorProto's raw_data is then NULL) */
+    int defer_raw;        /* 1: raw_data points into the model file's mapping:
+                           * keep the pointer, kind IPU_CONST_DEFERRED */
 } ipu_tp_ctx_t;
 
 /* Whole-file read (mmap'd when non-empty). *data is NULL for an empty file.
@@ -47,6 +49,28 @@ static inline const char *ipu_pbstr(const char *s)
  * "initializer 'W'". t and *kind are set only on success. */
 ipu_status_t ipu_tp_decode(const ipu_tp_ctx_t *c, const Onnx__TensorProto *tp,
                            const char *what, ipu_tensor_t *t, int *kind);
+
+/* Where a large initializer's raw_data lies in the model file. */
+typedef struct {
+    size_t init_index; /* its place in GraphProto.initializer */
+    size_t offset;     /* of its first byte in the file */
+    size_t len;        /* bytes */
+} ipu_rawref_t;
+
+/* Rewrite the ModelProto bytes buf[0, len) without the raw_data fields of
+ * initializers of at least min_bytes, for protobuf-c to parse without
+ * copying them (rawskip.c). On success (0) *out (malloc'd, *out_len bytes)
+ * is the rewritten model and *refs (malloc'd, *n_refs entries, in
+ * initializer order) says where the left-out bytes are; the caller frees
+ * both. -1 when nothing was left out, the bytes are not a well-formed
+ * ModelProto this walk understands, or memory is short: parse buf as it
+ * is. */
+int ipu_rawskip_strip(const uint8_t *buf, size_t len, size_t min_bytes, uint8_t **out,
+                      size_t *out_len, ipu_rawref_t **refs, size_t *n_refs);
+
+/* Record a mapping in g->maps (unmapped with the graph); on failure
+ * (IPU_ERR_NO_MEMORY) it is unmapped at once. */
+ipu_status_t ipu_graph_keep_mapping(ipu_graph_t *g, void *addr, size_t len);
 
 /* External data of tp (data_location = EXTERNAL): nbytes is the size its
  * dims and dtype declare, align the element size. Path rules: relative,

@@ -162,6 +162,12 @@ ipu_status_t ipu_tp_decode(const ipu_tp_ctx_t *c, const Onnx__TensorProto *tp,
                          "the tensor data does not match its dims",
                          c->file, what, have, field, shape, (long long)numel);
     }
+    if (c->defer_raw && tp->has_raw_data && nbytes > 0) {
+        r.data = tp->raw_data.data; /* the file's mapping (load.c) */
+        *t = r;
+        *kind = IPU_CONST_DEFERRED;
+        return IPU_OK;
+    }
     if (c->steal_raw && tp->has_raw_data && nbytes > 0 && ((uintptr_t)tp->raw_data.data % 16) == 0) {
         /* protobuf-c malloc'd these bytes for us: keep them, no copy */
         Onnx__TensorProto *mtp = (Onnx__TensorProto *)tp;

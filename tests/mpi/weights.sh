@@ -1,0 +1,49 @@
+#!/bin/sh
+# Rank-local weights: a model whose two 32 MiB weights are embedded in the
+# .onnx file (raw_data, not external data) runs as 2 pipeline stages on 2
+# ranks; each rank must copy only its own stage's weight. Its peak RSS above
+# that of the same model with 32 KiB weights (measured here, same ranks)
+# must stay under 48 MiB: its own 32 MiB plus activations. Parsing the whole
+# model on every rank (protobuf-c copies every weight, and the file's pages
+# are read) cost 128 MiB. Outputs must equal the single-rank run's.
+set -u
+. "$(dirname "$0")/common.sh"
+"$PYTHON_REF" -c "import onnx, numpy" 2>/dev/null || { echo "SKIP: no onnx/numpy"; exit 77; }
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+# make WIDTH OUT: x[1, 1024] -> MatMul [1024, WIDTH] -> Relu -> MatMul [WIDTH, 1024]
+make() {
+    "$PYTHON_REF" - "$1" "$2" <<'EOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+w = int(sys.argv[1]); rng = np.random.default_rng(7)
+w1 = numpy_helper.from_array((rng.standard_normal((1024, w)) * 0.03).astype(np.float32), "w1")
+w2 = numpy_helper.from_array((rng.standard_normal((w, 1024)) * 0.03).astype(np.float32), "w2")
+g = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+     helper.make_node("Relu", ["h"], ["r"], name="relu"),
+     helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")],
+    "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])], [w1, w2])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[2])
+EOF
+}
+make 8192 "$W/big.onnx" && make 8 "$W/small.onnx" || { fail "making the models"; exit 1; }
+rss() { # rss MODEL: "R0 R1", the peak RSS of each of 2 ranks in MiB
+    run_mpi 2 "$1" --batches 4 --output-dir "$W/out.$(basename "$1")" || { echo "$OUT" | tail -3 >&2; return 1; }
+    echo "$OUT" | sed -n 's/^peak RSS per rank MiB: *//p'
+}
+small=$(rss "$W/small.onnx") && big=$(rss "$W/big.onnx") || { fail "the 2-rank runs"; exit 1; }
+echo "peak RSS per rank MiB: 32 KiB weights: $small; 2 x 32 MiB weights: $big"
+set -- $small $big
+if [ $# -eq 4 ] && awk -v s0="$1" -v s1="$2" -v b0="$3" -v b1="$4" \
+        'BEGIN { exit !(b0 - s0 < 48 && b1 - s1 < 48 && b0 - s0 > 16 && b1 - s1 > 16) }'; then
+    ok "each rank holds its own stage's weight only (+$(awk -v a="$3" -v b="$1" 'BEGIN{print a-b}') / +$(awk -v a="$4" -v b="$2" 'BEGIN{print a-b}') MiB)"
+else
+    fail "peak RSS per rank: 32 KiB weights $small, 32 MiB weights $big (each rank must add 16-48 MiB)"
+fi
+"$EXE" "$W/big.onnx" --batches 4 --output-dir "$W/ref" >/dev/null 2>"$W/err" || { fail "single-rank run"; cat "$W/err"; }
+if diff -r "$W/ref" "$W/out.big.onnx" >/dev/null; then ok "2-rank outputs identical to one rank"
+else fail "2-rank outputs differ from the single-rank run"; fi
+echo "weights: $fails failure(s)"
+[ "$fails" -eq 0 ]
