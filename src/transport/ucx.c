@@ -192,10 +192,20 @@ static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
 {
     if (r->ucx == NULL)
         return;
+    /* receives end at once (UCS_ERR_CANCELED); UCX cannot cancel a send */
     ucp_request_cancel(t->worker, r->ucx);
-    for (int spin = 0; spin < 1000000 && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
+    int spin = 0;
+    for (; spin < 10000 && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
         ucp_worker_progress(t->worker);
-    ucp_request_free(r->ucx);
+    if (ucp_request_check_status(r->ucx) == UCS_INPROGRESS && !t->failed[r->peer]) {
+        /* still in flight to a peer that stopped taking it: its endpoint
+         * is closed by force, which completes this request (a graceful
+         * close would wait for it, and destroying the worker with it
+         * pending fails UCX's assertion ucp_ep.c "proto_reqs") */
+        t->failed[r->peer] = 1;
+        t->fail_reason[r->peer] = UCS_ERR_CANCELED;
+    }
+    ucp_request_free(r->ucx); /* released by UCX once it completes */
     r->ucx = NULL;
 }
 
