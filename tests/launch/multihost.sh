@@ -58,5 +58,10 @@ addr=$(awk '$2 == "ipuh1" {print $1}' /run/ipu-netns/hosts)
 if grep -qE "ipu-exec \(rank [02]\): .*rank [13] .*host ipuh1" "$W/log"; then ok "a surviving rank names the lost rank and host"
 elif grep -q "Remote daemon.* on node $addr" "$W/log"; then ok "the launcher names the lost host ($addr)"
 else fail "the lost host is not named"; tail -8 "$W/log"; fi
+# and no survivor crashes on its way out (UCX asserted in ucp_worker_destroy
+# while a send to the lost host was still in flight)
+if grep -qE "Assertion .* failed|Signal: Aborted|Segmentation fault" "$W/log"; then
+    fail "a surviving rank crashed while exiting"; grep -m3 -E "Assertion|Signal:" "$W/log"
+else ok "no surviving rank crashed while exiting"; fi
 echo "multihost: $fails failure(s)"
 [ "$fails" -eq 0 ]
