@@ -111,6 +111,19 @@ def main():
         f.write(w.tobytes()[:6])
     ext_model(d, "weights.bin", w)
 
+    # a 256 KiB weight inside the file: the loader leaves large raw_data out
+    # of protobuf-c's parse (src/graph/rawskip.c) and checks it itself
+    big = numpy_helper.from_array(np.ones((256, 256), np.float32), "big_weight")
+    big_data = model(relu(), [big]).SerializeToString()
+    raw_at = big_data.index(b"\x4a\x80\x80\x10")  # raw_data (field 9), 262144 bytes
+    with open(os.path.join(case(out, "big_truncated"), "model.onnx"), "wb") as f:
+        f.write(big_data[: raw_at + 100000])  # ends inside the weight's bytes
+    with open(os.path.join(case(out, "big_damaged"), "model.onnx"), "wb") as f:
+        # its length says 2 MiB - 1: past the end of the graph that holds it
+        f.write(big_data[: raw_at + 1] + b"\xff\xff\x7f" + big_data[raw_at + 4:])
+    big.dims[0] = 255  # 256 x 256 floats of raw_data for 255 x 256
+    save(case(out, "big_wrong_size"), model(relu(), [big]))
+
 
 if __name__ == "__main__":
     main()

@@ -57,6 +57,9 @@ bad external_dotdot     "ext_weight" "outside the model folder"
 bad external_absolute   "ext_weight" "outside the model folder"
 bad external_symlink    "ext_weight" "outside the model folder"
 bad external_short      "ext_weight" "shorter than declared"
+bad big_truncated       "truncated"
+bad big_damaged         "damaged|truncated"
+bad big_wrong_size      "big_weight" "262144 bytes of raw_data" "\[255,256\]"
 
 echo "malformed: $fails failure(s)"
 [ "$fails" -eq 0 ]
