@@ -37,6 +37,8 @@ struct ipu_transport {
     char (*hosts)[64];
     int *failed;              /* per peer: 1 once reported failed */
     ucs_status_t *fail_reason;
+    int *force_close;         /* per peer: a send was abandoned in flight, so
+                               * its endpoint is closed by force (UCX) */
     /* UCX */
     ucp_context_h ctx;
     ucp_worker_h worker;

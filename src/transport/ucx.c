@@ -108,7 +108,8 @@ static void ucx_close(ipu_transport_t *t)
             if (t->eps[i] == NULL)
                 continue;
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                     .flags = t->failed[i] ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+                                     .flags = t->failed[i] || t->force_close[i]
+                                                  ? UCP_EP_CLOSE_FLAG_FORCE : 0};
             void *r = ucp_ep_close_nbx(t->eps[i], &p);
             /* bounded: a peer that vanished must not hold us */
             for (int spin = 0; UCS_PTR_IS_PTR(r) && spin < 2000000; spin++) {
@@ -192,19 +193,20 @@ static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
 {
     if (r->ucx == NULL)
         return;
-    /* receives end at once (UCS_ERR_CANCELED); UCX cannot cancel a send */
+    /* an unmatched receive ends at once (UCS_ERR_CANCELED), one whose data
+     * is arriving when that ends; UCX cannot cancel a send */
     ucp_request_cancel(t->worker, r->ucx);
-    int spin = 0;
-    for (; spin < 10000 && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
+    int spins = r->is_recv ? 1000000 : 10000;
+    for (int spin = 0; spin < spins && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
         ucp_worker_progress(t->worker);
-    if (ucp_request_check_status(r->ucx) == UCS_INPROGRESS && !t->failed[r->peer]) {
-        /* still in flight to a peer that stopped taking it: its endpoint
-         * is closed by force, which completes this request (a graceful
+    if (ucp_request_check_status(r->ucx) == UCS_INPROGRESS)
+        /* still in flight to a peer that does not take it: its endpoint is
+         * closed by force at ucx_close, which ends the request (a graceful
          * close would wait for it, and destroying the worker with it
-         * pending fails UCX's assertion ucp_ep.c "proto_reqs") */
-        t->failed[r->peer] = 1;
-        t->fail_reason[r->peer] = UCS_ERR_CANCELED;
-    }
+         * pending fails UCX's assertion ucp_ep.c "proto_reqs"). The peer
+         * is not marked failed: a libgcl communicator that timed out is
+         * destroyed, and the others go on with that peer */
+        t->force_close[r->peer] = 1;
     ucp_request_free(r->ucx); /* released by UCX once it completes */
     r->ucx = NULL;
 }
