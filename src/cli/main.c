@@ -7,6 +7,7 @@
 #include "graph/load.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,11 @@ static int cli_abort_grace_s(void)
 
 int main(int argc, char **argv)
 {
+    /* weights and activations of 4 MiB and more get pages of their own,
+     * given back when freed: glibc otherwise raises this threshold after the
+     * first such free, and weights a pipeline rank drops (or copies made to
+     * fold constants) would stay in its heap, counted in its RSS */
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
     if (argc > 1 && strcmp(argv[1], "plan") == 0)
         return cli_plan_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "info") == 0) {

@@ -455,7 +455,7 @@ static int bc_step(gcl_shm_op_t *o)
         }
         return o->k_in == o->nseg;
     }
-    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 .. g0 + B - 2 */
+    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 .. g0 + B - 1 */
         uint64_t claim = o->g0 + s->nbuf - 2;
         publish_in(s, claim < last ? claim : last);
         o->k_in = 1;
@@ -1009,7 +1009,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
             else if (all[0].bytes != s->bytes)
                 st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
                           "gcl_shm_open: segment sizes differ (%zu here, %zu at local rank 0): "
-                          "slot_bytes must agree", s->bytes, (size_t)all[0].bytes);
+                          "slot_bytes and GCL_SHM_NBUF must agree", s->bytes, (size_t)all[0].bytes);
             else {
                 all[0].name[sizeof(all[0].name) - 1] = 0;
                 st = attach(s, all[0].name, 0, s->bytes);

@@ -621,7 +621,7 @@ static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const 
         keep[g->outputs[k]] = 1;
     for (int v = 0; v < g->n_values; v++) {
         ipu_value_t *val = &g->values[v];
-        if (!keep[v] && val->producer < 0 &&
+        if (!keep[v] && (val->producer < 0 || (val->flags & IPU_VALUE_FOLDED)) &&
             (val->data_kind == IPU_CONST_OWNED || val->data_kind == IPU_CONST_DEFERRED)) {
             if (val->data_kind == IPU_CONST_OWNED)
                 free(val->data);

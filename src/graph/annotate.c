@@ -48,7 +48,7 @@ ipu_status_t ipu_model_write_annotated(const char *in_path, const char *out_path
     const uint8_t *buf = NULL;
     size_t len = 0;
     ipu_status_t st = ipu_file_slurp(in_path, "model", IPU_MAX_PROTO_BYTES, IPU_ERR_INVALID_MODEL,
-                                     &buf, &len);
+                                     &buf, &len, NULL);
     if (st != IPU_OK)
         return st;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);

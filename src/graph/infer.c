@@ -59,9 +59,17 @@ static ipu_status_t fold_node(ipu_graph_t *g, ipu_node_t *n)
     ipu_tensor_t in[n->n_inputs + 1], out[n->n_outputs + 1];
     ipu_kernel_ctx_t ctx = {.threads = 1};
     ipu_status_t st = IPU_OK;
-    for (int k = 0; k < n->n_inputs; k++) /* weights still in the model file: copy them */
-        if (n->inputs[k] >= 0 && (st = ipu_value_materialise(g, n->inputs[k])) != IPU_OK)
-            return st;
+    /* weights still in the model file: copied for the fold, and back to
+     * deferred after it (a pipeline rank then holds only the folded result,
+     * and the weight itself only if one of its own stages reads it) */
+    void *deferred[n->n_inputs + 1];
+    memset(deferred, 0, sizeof(deferred));
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        deferred[k] = v >= 0 && g->values[v].data_kind == IPU_CONST_DEFERRED ? g->values[v].data : NULL;
+        if (deferred[k] && (st = ipu_value_materialise(g, v)) != IPU_OK)
+            goto undefer;
+    }
     for (int k = 0; k < n->n_inputs; k++)
         in[k] = ipu_value_tensor(g, n->inputs[k]);
     for (int k = 0; k < n->n_outputs; k++) {
@@ -94,11 +102,20 @@ static ipu_status_t fold_node(ipu_graph_t *g, ipu_node_t *n)
         v->flags |= IPU_VALUE_FOLDED;
     }
     n->folded = 1;
-    return IPU_OK;
+    goto undefer;
 fail:
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] >= 0)
             free(out[k].data);
+undefer:
+    for (int k = 0; k < n->n_inputs; k++) {
+        ipu_value_t *val = deferred[k] ? &g->values[n->inputs[k]] : NULL;
+        if (val && val->data_kind == IPU_CONST_OWNED && val->data != deferred[k]) {
+            free(val->data);
+            val->data = deferred[k];
+            val->data_kind = IPU_CONST_DEFERRED;
+        }
+    }
     return st;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static char *dup_str(const char *s)
 {
@@ -19,6 +20,7 @@ ipu_graph_t *ipu_graph_new(const char *name)
     g->name = dup_str(name);
     g->dir = dup_str(".");
     g->opset = 13;
+    g->src_fd = -1;
     if (g->name == NULL || g->dir == NULL) {
         ipu_graph_free(g);
         return NULL;
@@ -81,6 +83,9 @@ void ipu_graph_free(ipu_graph_t *g)
         free(g->opsets[i].domain);
     ipu_graph_unmap(g);
     free(g->maps);
+    if (g->src_fd >= 0)
+        close(g->src_fd);
+    free(g->src_path);
     free(g->opsets);
     free(g->values);
     free(g->nodes);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -279,6 +280,14 @@ static ipu_status_t load_initializers(load_ctx_t *c, const Onnx__GraphProto *gp)
         }
         if (st != IPU_OK)
             return st;
+        /* copied: give the parsed values back now (typed fields too) */
+#define GIVE_BACK(f) do { free(tp->f##_data); tp->f##_data = NULL; tp->n_##f##_data = 0; } while (0)
+        GIVE_BACK(float);
+        GIVE_BACK(int32);
+        GIVE_BACK(int64);
+        GIVE_BACK(double);
+        GIVE_BACK(uint64);
+#undef GIVE_BACK
         if (tp->has_raw_data && tp->raw_data.data != NULL) {
             /* copied: give the parsed bytes back now, so a 2 GiB model
              * needs about 2 GiB, not twice that */
@@ -536,26 +545,27 @@ ipu_status_t ipu_value_materialise(ipu_graph_t *g, int v)
     if (val->data_kind != IPU_CONST_DEFERRED)
         return IPU_OK;
     ipu_tensor_t t = ipu_value_tensor(g, v);
-    const void *src = t.data;
-    size_t n = ipu_tensor_nbytes(&t);
+    size_t n = ipu_tensor_nbytes(&t), off = (size_t)((const uint8_t *)t.data - g->src_base);
     t.data = NULL;
     if (ipu_tensor_alloc(&t) != IPU_OK)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory copying initializer '%s' (%zu bytes) "
                          "out of the model file", val->name, n);
-    /* 1 MiB at a time, each piece's file pages then handed back (they stay
-     * in the page cache, for the other ranks): the process never holds the
-     * file's copy and its own together */
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), done_to = (uintptr_t)src / pg * pg;
-    for (size_t off = 0; off < n;) {
-        size_t k = n - off < ((size_t)1 << 20) ? n - off : (size_t)1 << 20;
-        memcpy((char *)t.data + off, (const char *)src + off, k);
-        off += k;
-        uintptr_t end = ((uintptr_t)src + off) / pg * pg; /* whole pages read */
-        if (off == n)
-            end = ((uintptr_t)src + n + pg - 1) / pg * pg;
-        if (end > done_to)
-            madvise((void *)done_to, end - done_to, MADV_DONTNEED);
-        done_to = end > done_to ? end : done_to;
+    /* read, not copied from the mapping: the file's pages never enter this
+     * process, and a file truncated meanwhile is an error, not SIGBUS */
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(g->src_fd, (char *)t.data + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0;
+            free(t.data);
+            return ipu_error(IPU_ERR_IO, "%s: initializer '%s': %s reading %zu bytes at offset %zu; "
+                             "the model file changed while it was loaded: do not replace or "
+                             "truncate a model while ipu-exec runs", g->src_path ? g->src_path : "model",
+                             val->name, e ? strerror(e) : "end of file", n, off);
+        }
+        got += (size_t)r;
     }
     val->data = t.data;
     val->data_kind = IPU_CONST_OWNED;
@@ -568,6 +578,10 @@ ipu_status_t ipu_graph_materialise(ipu_graph_t *g)
         ipu_status_t st = ipu_value_materialise(g, v);
         if (st != IPU_OK)
             return st;
+    }
+    if (g->src_fd >= 0) { /* nothing deferred is left */
+        close(g->src_fd);
+        g->src_fd = -1;
     }
     return IPU_OK;
 }
@@ -586,17 +600,21 @@ ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
 {
     const uint8_t *buf = NULL;
     size_t len = 0;
+    int fd = -1; /* the file the mapping came from: deferred bytes are read from it */
     ipu_status_t st = ipu_file_slurp(path, "model", IPU_MAX_PROTO_BYTES, IPU_ERR_INVALID_MODEL,
-                                     &buf, &len);
+                                     &buf, &len, &fd);
     if (st != IPU_OK)
         return st;
-    if (len == 0)
+    if (len == 0) {
+        close(fd);
         return ipu_error(IPU_ERR_INVALID_MODEL, "%s: the model file is empty; "
                          "export the model again", path);
+    }
     char why[256];
     int bad = scan_model_bytes(buf, len, why, sizeof(why));
     if (bad) {
         ipu_file_release(buf, len);
+        close(fd);
         if (bad == 2)
             return ipu_error(IPU_ERR_INVALID_MODEL, "%s: truncated model file (%s); the file "
                              "is incomplete, copy or export it again", path, why);
@@ -614,6 +632,8 @@ ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
     if (!strip || m == NULL) {
         ipu_file_release(buf, len);
         buf = NULL;
+        close(fd);
+        fd = -1;
         free(refs);
         refs = NULL;
         n_refs = 0;
@@ -646,6 +666,13 @@ ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
         kept = 1;         /* (unmapped by the call when it fails) */
         if ((st = ipu_graph_keep_mapping(g, (void *)(uintptr_t)buf, len)) != IPU_OK)
             goto out;
+        g->src_base = buf;
+        g->src_fd = fd; /* the graph's now */
+        fd = -1;
+        if ((g->src_path = strdup(path)) == NULL) {
+            st = ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", path);
+            goto out;
+        }
     }
     load_ctx_t c = {
         .path = path, .g = g,
@@ -667,6 +694,8 @@ out:
     onnx__model_proto__free_unpacked(m, NULL);
     if (buf != NULL && !kept)
         ipu_file_release(buf, len);
+    if (fd >= 0)
+        close(fd);
     free(refs);
     free(dirbuf);
     if (st != IPU_OK) {

@@ -26,17 +26,18 @@
 ipu_status_t ipu_model_load(const char *path, ipu_graph_t **out);
 
 /* ipu_model_load() that leaves the raw_data of initializers of 64 KiB and
- * more in the model file's mapping (kind IPU_CONST_DEFERRED, data pointing
- * into it, untouched): a pipeline rank then copies only the weights of its
- * own stages (ipu_graph_materialise() after dropping the others), instead of
- * all of them. Same errors. Constant folding (ipu_graph_infer) materialises
- * what it folds. */
+ * more in the model file (kind IPU_CONST_DEFERRED: data points into the
+ * file's mapping, which is never read; the bytes are read with pread from
+ * the descriptor the graph keeps): a pipeline rank then reads only the
+ * weights of its own stages (ipu_graph_materialise() after dropping the
+ * others), instead of all of them. Same errors. Constant folding
+ * (ipu_graph_infer) reads what it folds and defers it again after. */
 ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out);
 
-/* Copy every IPU_CONST_DEFERRED value into owned, aligned memory (then
- * IPU_CONST_OWNED) and give the file pages it read back to the kernel.
- * ipu_value_materialise() does one value (a no-op for other kinds).
- * Errors: IPU_ERR_NO_MEMORY. */
+/* Read every IPU_CONST_DEFERRED value into owned, aligned memory (then
+ * IPU_CONST_OWNED), and close the model file. ipu_value_materialise() does
+ * one value (a no-op for other kinds). Errors: IPU_ERR_NO_MEMORY, IPU_ERR_IO
+ * (the model file was truncated or changed since it was loaded). */
 ipu_status_t ipu_graph_materialise(ipu_graph_t *g);
 ipu_status_t ipu_value_materialise(ipu_graph_t *g, int v);
 

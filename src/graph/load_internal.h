@@ -31,10 +31,12 @@ typedef struct ipu_tp_ctx {
 } ipu_tp_ctx_t;
 
 /* Whole-file read (mmap'd when non-empty). *data is NULL for an empty file.
- * Errors: IPU_ERR_IO (missing, unreadable, not a regular file), c->bad when
- * the file exceeds max_bytes. what is "model", "tensor file", ... */
+ * keep_fd (may be NULL) receives the open descriptor the mapping was made
+ * from (the caller closes it), -1 on error. Errors: IPU_ERR_IO (missing,
+ * unreadable, not a regular file), c->bad when the file exceeds max_bytes.
+ * what is "model", "tensor file", ... */
 ipu_status_t ipu_file_slurp(const char *path, const char *what, size_t max_bytes,
-                            ipu_status_t too_big, const uint8_t **data, size_t *len);
+                            ipu_status_t too_big, const uint8_t **data, size_t *len, int *keep_fd);
 void ipu_file_release(const uint8_t *data, size_t len);
 
 /* Null-safe protobuf string. */

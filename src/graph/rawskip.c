@@ -88,7 +88,7 @@ static int add_ref(strip_t *s, size_t off, size_t len)
 static int rewrite(strip_t *s, const uint8_t *p, size_t n, int kind)
 {
     size_t at = 0;
-    int dropped = 0;
+    int raw_seen = 0;
     while (at < n) {
         size_t start = at;
         uint64_t key, v;
@@ -119,10 +119,12 @@ static int rewrite(strip_t *s, const uint8_t *p, size_t n, int kind)
                     return -1;
                 s->n_init++;
             }
+            /* raw_data twice in one tensor (the parser keeps the last, of
+             * whatever size): give up, the parser copes */
+            if (kind == M_TENSOR && field == 9 && raw_seen++)
+                return -1;
             if (kind == M_TENSOR && field == 9 && v >= s->min_bytes) {
-                /* raw_data twice in one tensor (the parser keeps the
-                 * last): give up, the parser copes */
-                if (dropped++ || add_ref(s, (size_t)(sub - s->base), (size_t)v) != 0)
+                if (add_ref(s, (size_t)(sub - s->base), (size_t)v) != 0)
                     return -1;
                 continue;
             }

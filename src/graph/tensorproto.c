@@ -24,8 +24,10 @@
 #include <unistd.h>
 
 ipu_status_t ipu_file_slurp(const char *path, const char *what, size_t max_bytes,
-                            ipu_status_t too_big, const uint8_t **data, size_t *len)
+                            ipu_status_t too_big, const uint8_t **data, size_t *len, int *keep_fd)
 {
+    if (keep_fd)
+        *keep_fd = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return ipu_error(IPU_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
@@ -52,7 +54,10 @@ ipu_status_t ipu_file_slurp(const char *path, const char *what, size_t max_bytes
             *len = (size_t)sb.st_size;
         }
     }
-    close(fd);
+    if (keep_fd && st == IPU_OK)
+        *keep_fd = fd;
+    else
+        close(fd);
     return st;
 }
 
@@ -197,7 +202,7 @@ ipu_status_t ipu_tensorproto_read(const char *path, ipu_tensor_t *t, char **name
     const uint8_t *buf = NULL;
     size_t len = 0;
     ipu_status_t st = ipu_file_slurp(path, "tensor file", IPU_MAX_PROTO_BYTES, IPU_ERR_INPUT,
-                                     &buf, &len);
+                                     &buf, &len, NULL);
     if (st != IPU_OK)
         return st;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);

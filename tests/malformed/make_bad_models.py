@@ -124,6 +124,26 @@ def main():
     big.dims[0] = 255  # 256 x 256 floats of raw_data for 255 x 256
     save(case(out, "big_wrong_size"), model(relu(), [big]))
 
+    # raw_data given twice in one tensor, 256 KiB then 16 B: protobuf keeps
+    # the last, which does not fit its dims (written by hand: concatenated
+    # protobuf records merge)
+    def varint(v):
+        b = b""
+        while True:
+            b += bytes([(v & 0x7F) | (0x80 if v > 0x7F else 0)])
+            v >>= 7
+            if not v:
+                return b
+    def record(field, payload):
+        return varint(field << 3 | 2) + varint(len(payload)) + payload
+    twice = numpy_helper.from_array(np.ones((256, 256), np.float32), "twice_weight")
+    tbytes = twice.SerializeToString() + record(9, bytes(16))
+    m = model(relu())
+    gbytes = m.graph.SerializeToString() + record(5, tbytes)
+    m.ClearField("graph")
+    with open(os.path.join(case(out, "big_raw_twice"), "model.onnx"), "wb") as f:
+        f.write(m.SerializeToString() + record(7, gbytes))
+
 
 if __name__ == "__main__":
     main()

@@ -60,6 +60,7 @@ bad external_short      "ext_weight" "shorter than declared"
 bad big_truncated       "truncated"
 bad big_damaged         "damaged|truncated"
 bad big_wrong_size      "big_weight" "262144 bytes of raw_data" "\[255,256\]"
+bad big_raw_twice       "twice_weight" "16 bytes of raw_data"
 
 echo "malformed: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -45,5 +45,25 @@ fi
 "$EXE" "$W/big.onnx" --batches 4 --output-dir "$W/ref" >/dev/null 2>"$W/err" || { fail "single-rank run"; cat "$W/err"; }
 if diff -r "$W/ref" "$W/out.big.onnx" >/dev/null; then ok "2-rank outputs identical to one rank"
 else fail "2-rank outputs differ from the single-rank run"; fi
+# weights that reach their MatMul through a Transpose, folded at load: every
+# rank folds them from the file (and puts each weight back there after), the
+# folded copies it does not use are dropped; outputs as one rank's
+"$PYTHON_REF" - "$W/folded.onnx" <<'EOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+rng = np.random.default_rng(3); nodes, inits, x = [], [], "x"
+for i in range(3):
+    inits.append(numpy_helper.from_array((rng.standard_normal((512, 512)) * 0.05).astype(np.float32), f"w{i}"))
+    nodes += [helper.make_node("Transpose", [f"w{i}"], [f"wt{i}"], perm=[1, 0], name=f"t{i}"),
+              helper.make_node("MatMul", [x, f"wt{i}"], [f"h{i}"], name=f"mm{i}")]
+    x = f"h{i}"
+g = helper.make_graph(nodes, "folded", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
+                      [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 512])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+EOF
+"$EXE" "$W/folded.onnx" --batches 3 --output-dir "$W/fref" >/dev/null 2>"$W/err" || { fail "folded: single-rank run"; cat "$W/err"; }
+run_mpi 3 "$W/folded.onnx" --batches 3 --output-dir "$W/fout"
+if [ $? -eq 0 ] && diff -r "$W/fref" "$W/fout" >/dev/null; then ok "folded weights: 3-rank outputs identical to one rank"
+else fail "folded weights: 3 ranks"; echo "$OUT" | tail -3; fi
 echo "weights: $fails failure(s)"
 [ "$fails" -eq 0 ]
