@@ -101,8 +101,8 @@ int cli_plan_main(int argc, char **argv)
     int64_t *vals = NULL;
     double *node_ms = NULL;
     ipu_status_t st = ipu_model_load(model, &g);
-    if (st == IPU_OK)
-        st = ipu_graph_bind_ops(g, ipu_op_lookup);
+    if (st == IPU_OK && (st = ipu_graph_bind_ops(g, ipu_op_lookup)) != IPU_OK)
+        st = ipu_error_prefix(st, model);
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs);
     if (st == IPU_OK && measure) { /* as exec/pipeline.c does before it partitions */

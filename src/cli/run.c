@@ -261,8 +261,8 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     ipu_pipeline_report_t rep = {0};
     ipu_partition_t plan = {0};
     ipu_status_t st = ipu_model_load_deferred(o->model, &g); /* weights copied after the plan */
-    if (st == IPU_OK)
-        st = ipu_graph_bind_ops(g, ipu_op_lookup);
+    if (st == IPU_OK && (st = ipu_graph_bind_ops(g, ipu_op_lookup)) != IPU_OK)
+        st = ipu_error_prefix(st, o->model);
     if (st == IPU_OK)
         st = data_init(&d, o, g);
     if (st != IPU_OK) { /* the same on every rank: say it once */

@@ -33,6 +33,13 @@ ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
     return status;
 }
 
+ipu_status_t ipu_error_prefix(ipu_status_t status, const char *prefix)
+{
+    char msg[sizeof(last_error)];
+    snprintf(msg, sizeof(msg), "%s", last_error);
+    return ipu_error(status, "%s: %s", prefix, msg);
+}
+
 const char *ipu_error_message(void)
 {
     return last_error;

@@ -29,6 +29,10 @@ const char *ipu_status_string(ipu_status_t status);
 ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Put "prefix: " before the message recorded last (naming the file an error
+ * came from where the code that found it did not know it); returns status. */
+ipu_status_t ipu_error_prefix(ipu_status_t status, const char *prefix);
+
 /* The last message recorded by ipu_error() in this thread ("" if none). */
 const char *ipu_error_message(void);
 

@@ -23,8 +23,8 @@ ipu_status_t ipu_session_open(const char *path, const ipu_session_opts_t *opts, 
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     s->opts = *opts;
     ipu_status_t st = ipu_model_load(path, &s->g);
-    if (st == IPU_OK)
-        st = ipu_graph_bind_ops(s->g, ipu_op_lookup);
+    if (st == IPU_OK && (st = ipu_graph_bind_ops(s->g, ipu_op_lookup)) != IPU_OK)
+        st = ipu_error_prefix(st, path);
     if (st == IPU_OK && (s->declared = calloc((size_t)s->g->n_inputs + 1, sizeof(ipu_value_t))) == NULL)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; st == IPU_OK && k < s->g->n_inputs; k++)

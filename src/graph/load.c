@@ -531,14 +531,6 @@ static ipu_status_t check_missing(load_ctx_t *c)
     return st;
 }
 
-/* Re-issue the message of a pass that does not know the file name. */
-static ipu_status_t with_path(const char *path, ipu_status_t st)
-{
-    char msg[1024];
-    snprintf(msg, sizeof(msg), "%s", ipu_error_message());
-    return ipu_error(st, "%s: %s", path, msg);
-}
-
 ipu_status_t ipu_value_materialise(ipu_graph_t *g, int v)
 {
     ipu_value_t *val = &g->values[v];
@@ -687,7 +679,7 @@ ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
         (st = check_missing(&c)) != IPU_OK)
         goto out;
     if ((st = ipu_graph_toposort(g)) != IPU_OK) {
-        st = with_path(path, st);
+        st = ipu_error_prefix(st, path);
         goto out;
     }
 out:
