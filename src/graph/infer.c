@@ -161,8 +161,8 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         n->state = NULL;
         n->folded = 0;
         ipu_status_t st = n->op->infer(g, n);
-        if (st != IPU_OK)
-            return st;
+        if (st != IPU_OK) /* name the model: the op does not know it */
+            return g->src_path ? ipu_error_prefix(st, g->src_path) : st;
         for (int k = 0; k < n->n_outputs; k++) {
             const ipu_value_t *v = ipu_node_output(g, n, k);
             if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))

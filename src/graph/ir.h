@@ -98,9 +98,10 @@ typedef struct ipu_graph {
     int *outputs; int n_outputs;  /* graph outputs, in order */
     int *order;                   /* topological order of node indices (n_nodes), or NULL */
     ipu_mapping_t *maps; int n_maps; /* external data mappings, unmapped on free */
-    /* the model file while IPU_CONST_DEFERRED values point into its mapping
-     * (graph/load.h): the mapping's base, a descriptor they are read from
-     * (-1: none; closed on free), the path for messages */
+    /* the model file (graph/load.h): while IPU_CONST_DEFERRED values point
+     * into its mapping, the mapping's base and a descriptor they are read
+     * from (-1: none; closed on free); its path for messages (NULL: a graph
+     * built in memory) */
     const uint8_t *src_base; int src_fd; char *src_path;
 } ipu_graph_t;
 

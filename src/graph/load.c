@@ -661,10 +661,10 @@ ipu_status_t ipu_model_load_deferred(const char *path, ipu_graph_t **out)
         g->src_base = buf;
         g->src_fd = fd; /* the graph's now */
         fd = -1;
-        if ((g->src_path = strdup(path)) == NULL) {
-            st = ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", path);
-            goto out;
-        }
+    }
+    if ((g->src_path = strdup(path)) == NULL) {
+        st = ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", path);
+        goto out;
     }
     load_ctx_t c = {
         .path = path, .g = g,

@@ -86,6 +86,10 @@ def main():
     add = helper.make_node("Add", ["pixel_values", "hiden_state"], ["y"], name="add0")
     save(case(out, "dangling_input"), model([add]))
 
+    # [1, 3] x [5, 4]: found by shape inference, which must name the file
+    mm = helper.make_node("MatMul", ["pixel_values", "w5x4"], ["y"], name="mm_bad")
+    save(case(out, "inner_dims"), model([mm], [numpy_helper.from_array(np.ones((5, 4), np.float32), "w5x4")]))
+
     n1 = helper.make_node("Add", ["pixel_values", "c"], ["a"], name="loop_a")
     n2 = helper.make_node("Relu", ["a"], ["c"], name="loop_b")
     n3 = helper.make_node("Relu", ["a"], ["y"], name="out")
