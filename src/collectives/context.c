@@ -80,13 +80,6 @@ size_t gcl_dtype_size(gcl_dtype_t dtype)
     }
 }
 
-double gcl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...)
 {
     if (c == NULL || level > c->ctx->log_level)

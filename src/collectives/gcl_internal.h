@@ -14,6 +14,7 @@
 #define GCL_INTERNAL_H
 
 #include "gcl/gcl.h"
+#include "collectives/clock.h"
 #include "collectives/shm.h"
 #include "common/status.h"
 #include "transport/transport.h"
@@ -141,7 +142,6 @@ struct gcl_request {
 gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Translate a transport status; the transport's message is kept. */
 gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what);
-double gcl_now(void);
 void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* requests */

@@ -46,6 +46,7 @@
  * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
 #include "collectives/shm.h"
 
+#include "collectives/clock.h"
 #include "collectives/copy.h"
 #include "collectives/reduce_local.h"
 #include "common/status.h"
@@ -60,7 +61,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LINE 128
@@ -103,6 +103,7 @@ struct gcl_shm_op {
     int nt;           /* outputs written with streaming stores (large) */
     int snt;          /* staging written with streaming stores (stage_nt) */
     int nt_key;       /* index into shm->ntst, -1: not timed */
+    size_t bytes;     /* output bytes (the timing's unit) */
     int started;
     double t0;        /* first step, seconds */
     gcl_status_t status;
@@ -203,21 +204,22 @@ static size_t esize(gcl_dtype_t dt)
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-/* A copy into the caller's output buffer. */
-static inline void out_copy(const gcl_shm_op_t *o, void *dst, const void *src, size_t n)
+/* A copy with streaming stores or ordinary ones. */
+static inline void copy_nt(int stream, void *dst, const void *src, size_t n)
 {
-    if (o->nt)
+    if (stream)
         gcl_copy_stream(dst, src, n);
     else
         gcl_copy(dst, src, n);
 }
-/* A copy into this member's staging. */
+/* Into the caller's output buffer; into this member's staging. */
+static inline void out_copy(const gcl_shm_op_t *o, void *dst, const void *src, size_t n)
+{
+    copy_nt(o->nt, dst, src, n);
+}
 static inline void stage_copy(const gcl_shm_op_t *o, void *dst, const void *src, size_t n)
 {
-    if (o->snt)
-        gcl_copy_stream(dst, src, n);
-    else
-        gcl_copy(dst, src, n);
+    copy_nt(o->snt, dst, src, n);
 }
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -242,7 +244,7 @@ static void reduce_sources(const gcl_shm_op_t *o, char *dst, int to_stage,
         if (o->op == GCL_AVG)
             gcl_reduce_finish_avg(d, k, o->dt, n);
         if (via_blk)
-            gcl_copy_stream(dst + off, d, k * o->es);
+            stage_copy(o, dst + off, d, k * o->es);
         if (copy_to)
             out_copy(o, copy_to + off, d, k * o->es);
     }
@@ -542,15 +544,9 @@ static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_
  * all try it in the same op). Correctness does not depend on the choice:
  * it changes how a member writes its staging, not what or when. */
 
-static double now_s(void)
+static void stage_nt_choose(gcl_shm_op_t *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void stage_nt_choose(gcl_shm_op_t *o, size_t bytes)
-{
+    size_t bytes = o->bytes;
     gcl_shm_t *s = o->shm;
     o->nt_key = -1;
     o->snt = 0;
@@ -581,8 +577,7 @@ static void stage_nt_update(gcl_shm_op_t *o)
     if (o->nt_key < 0 || !o->started)
         return;
     nt_stat_t *t = &o->shm->ntst[o->nt_key];
-    size_t bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)o->shm->size : 1);
-    double v = (now_s() - o->t0) / (double)bytes;
+    double v = (gcl_now() - o->t0) / (double)o->bytes;
     double *e = &t->ema[o->snt], other = t->ema[!o->snt];
     if (*e == 0 || (other != 0 && *e > other))
         *e = v;
@@ -594,10 +589,10 @@ static void stage_nt_update(gcl_shm_op_t *o)
 static gcl_status_t op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
 {
     gcl_shm_t *s = o->shm;
-    size_t out_bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)s->size : 1);
-    o->nt = out_bytes > 0 && out_bytes >= s->stream_min;
+    o->bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)s->size : 1);
+    o->nt = o->bytes > 0 && o->bytes >= s->stream_min;
     o->nseg = nseg;
-    stage_nt_choose(o, out_bytes);
+    stage_nt_choose(o);
     o->g0 = s->next_g;
     s->next_g += nseg;
     *out = o;
@@ -826,7 +821,7 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
         if (!h->started) {
             h->started = 1;
             if (h->nt_key >= 0)
-                h->t0 = now_s();
+                h->t0 = gcl_now();
         }
         if (h->nseg > 0 && !step(h))
             return GCL_IN_PROGRESS;

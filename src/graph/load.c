@@ -32,7 +32,7 @@ typedef struct load_ctx {
 
 /* Initializers from this size on stay in the file until materialised. */
 #define DEFER_MIN_BYTES ((size_t)64 * 1024) /* weights; not the small
-                                                    * tensors shape inference reads */
+                                            * tensors shape inference reads */
 
 #define NOMEM(c) ipu_error(IPU_ERR_NO_MEMORY, "%s: out of memory loading the model", (c)->path)
 
