@@ -13,29 +13,41 @@ struct ipu_lost {
     int heard, lost, from; /* a notice: rank lost, rank that sent it */
     int next_peer;       /* ipu_lost_poll tests a few receives per call, from here */
     double next_poll;
+    /* liveness (ipu_lost_alive): per peer */
+    int32_t *ping_in, *pong_in; /* receive buffers */
+    ipu_treq_t **ping_rreq;     /* posted receive of the peer's pings */
+    ipu_treq_t **pong_rreq;     /* receive of its answer to our ping */
+    ipu_treq_t **ping_sreq, **pong_sreq;
+    double *ping_at;            /* our ping in flight since (0: none) */
+    double *alive_at;           /* its last answer */
+    int32_t token;              /* what pings and pongs carry */
+    int dead;                   /* a peer that stopped answering (-1: none) */
 };
 
 ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
 {
     *out = NULL;
-    /* the MPI back end folds tags into MPI_TAG_UB, where the reserved tag
-     * would meet data tags; a lost rank ends an MPI job anyway */
-    if (strcmp(ipu_transport_kind_name(t), "mpi") == 0)
-        return IPU_OK;
     ipu_lost_t *l = calloc(1, sizeof(*l));
     int n = ipu_transport_size(t);
-    if (l == NULL || (l->in = calloc((size_t)n, sizeof(int32_t))) == NULL ||
-        (l->rreq = calloc((size_t)n, sizeof(ipu_treq_t *))) == NULL) {
+    size_t ni = (size_t)n * sizeof(int32_t), nr = (size_t)n * sizeof(ipu_treq_t *);
+    if (l == NULL || !(l->in = calloc(1, ni)) || !(l->ping_in = calloc(1, ni)) ||
+        !(l->pong_in = calloc(1, ni)) || !(l->rreq = calloc(1, nr)) || !(l->ping_rreq = calloc(1, nr)) ||
+        !(l->pong_rreq = calloc(1, nr)) || !(l->ping_sreq = calloc(1, nr)) ||
+        !(l->pong_sreq = calloc(1, nr)) || !(l->ping_at = calloc((size_t)n, sizeof(double))) ||
+        !(l->alive_at = calloc((size_t)n, sizeof(double)))) {
         ipu_lost_close(l);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     }
     l->t = t;
     l->rank = ipu_transport_rank(t);
     l->size = n;
+    l->dead = -1;
     for (int p = 0; p < n; p++) {
         if (p == l->rank)
             continue;
         ipu_status_t st = ipu_transport_irecv(t, p, IPU_LOST_TAG, &l->in[p], sizeof(int32_t), &l->rreq[p]);
+        if (st == IPU_OK)
+            st = ipu_transport_irecv(t, p, IPU_PING_TAG, &l->ping_in[p], sizeof(int32_t), &l->ping_rreq[p]);
         if (st != IPU_OK) {
             ipu_lost_close(l);
             return st;
@@ -43,6 +55,80 @@ ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
     }
     *out = l;
     return IPU_OK;
+}
+
+/* A send still in flight is tested; 1 when it is done (or failed). */
+static int send_done(ipu_lost_t *l, ipu_treq_t **r)
+{
+    int done = 1;
+    if (*r && ipu_transport_test(l->t, *r, &done) != IPU_OK)
+        done = 1;
+    if (done)
+        *r = NULL;
+    return done;
+}
+
+/* Answer the pings that came (one answer in flight per peer). */
+static void answer_pings(ipu_lost_t *l)
+{
+    for (int p = 0; p < l->size; p++) {
+        int done = 0;
+        if (l->ping_rreq[p] == NULL || !send_done(l, &l->pong_sreq[p]))
+            continue;
+        if (ipu_transport_test(l->t, l->ping_rreq[p], &done) != IPU_OK) {
+            l->ping_rreq[p] = NULL; /* that peer failed */
+            continue;
+        }
+        if (!done)
+            continue;
+        l->ping_rreq[p] = NULL;
+        if (ipu_transport_isend(l->t, p, IPU_PONG_TAG, &l->token, sizeof(int32_t), &l->pong_sreq[p]) != IPU_OK)
+            l->pong_sreq[p] = NULL;
+        if (ipu_transport_irecv(l->t, p, IPU_PING_TAG, &l->ping_in[p], sizeof(int32_t), &l->ping_rreq[p]) != IPU_OK)
+            l->ping_rreq[p] = NULL;
+    }
+}
+
+int ipu_lost_alive(ipu_lost_t *l, int peer)
+{
+    if (l == NULL || peer == l->rank || peer < 0 || peer >= l->size)
+        return 1;
+    if (ipu_transport_peer_failed(l->t, peer) || peer == l->dead)
+        return -1;
+    double t = MPI_Wtime();
+    answer_pings(l);
+    if (l->ping_at[peer] == 0) {
+        if (t - l->alive_at[peer] < IPU_LOST_PING_EVERY_S)
+            return 1; /* answered a moment ago */
+        if (!send_done(l, &l->ping_sreq[peer]) || l->pong_rreq[peer] != NULL)
+            return 0; /* the previous ping is still on its way */
+        if (ipu_transport_irecv(l->t, peer, IPU_PONG_TAG, &l->pong_in[peer], sizeof(int32_t),
+                                &l->pong_rreq[peer]) != IPU_OK ||
+            ipu_transport_isend(l->t, peer, IPU_PING_TAG, &l->token, sizeof(int32_t),
+                                &l->ping_sreq[peer]) != IPU_OK) {
+            l->dead = peer;
+            return -1;
+        }
+        l->ping_at[peer] = t;
+        return 0;
+    }
+    int done = 0;
+    if (ipu_transport_test(l->t, l->pong_rreq[peer], &done) != IPU_OK) {
+        l->pong_rreq[peer] = NULL;
+        l->dead = peer;
+        return -1;
+    }
+    if (done) {
+        l->pong_rreq[peer] = NULL;
+        l->ping_at[peer] = 0;
+        l->alive_at[peer] = t;
+        return 1;
+    }
+    if (t - l->ping_at[peer] > IPU_LOST_PING_S) {
+        l->dead = peer;
+        return -1;
+    }
+    return 0;
 }
 
 /* Test n of the receives (each test progresses the transport), going round
@@ -79,6 +165,7 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l)
     if (!l->heard && t < l->next_poll)
         return IPU_OK;
     l->next_poll = t + 0.01;
+    answer_pings(l);
     if (!check(l, 8)) /* a notice is seen within size / 8 x 10 ms */
         return IPU_OK;
     return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (reported by rank %d); the job cannot "
@@ -93,7 +180,7 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
     snprintf(msg, sizeof msg, "%s", ipu_error_message());
     int failed = -1;
     for (int p = 0; p < l->size && failed < 0; p++)
-        if (p != l->rank && ipu_transport_peer_failed(l->t, p))
+        if (p != l->rank && (ipu_transport_peer_failed(l->t, p) || p == l->dead))
             failed = p;
     if (failed < 0 && !l->heard)
         return st; /* not a lost peer */
@@ -108,7 +195,7 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
     ipu_treq_t **sreq = calloc((size_t)l->size, sizeof(ipu_treq_t *));
     int left = 0;
     for (int p = 0; sreq && p < l->size; p++)
-        if (p != l->rank && p != lost && !ipu_transport_peer_failed(l->t, p) &&
+        if (p != l->rank && p != lost && p != l->dead && !ipu_transport_peer_failed(l->t, p) &&
             ipu_transport_isend(l->t, p, IPU_LOST_TAG, &lost, sizeof lost, &sreq[p]) == IPU_OK)
             left++;
     /* stay reachable a while: the others poll for notices every 10 ms while
@@ -136,9 +223,16 @@ void ipu_lost_close(ipu_lost_t *l)
 {
     if (l == NULL)
         return;
-    for (int p = 0; l->rreq && p < l->size; p++)
-        ipu_transport_cancel(l->t, l->rreq[p]);
-    free(l->rreq);
+    ipu_treq_t **all[] = {l->rreq, l->ping_rreq, l->pong_rreq, l->ping_sreq, l->pong_sreq};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        for (int p = 0; all[k] && p < l->size; p++)
+            ipu_transport_cancel(l->t, all[k][p]);
+        free(all[k]);
+    }
     free(l->in);
+    free(l->ping_in);
+    free(l->pong_in);
+    free(l->ping_at);
+    free(l->alive_at);
     free(l);
 }

@@ -7,20 +7,33 @@
  *
  * Notices are 4-byte messages on one reserved tag (IPU_LOST_TAG, above the
  * pipeline's data and credit tags); a receive from every other rank is
- * posted at the start. */
+ * posted at the start.
+ *
+ * Liveness: a rank that waits on a peer with nothing happening pings it
+ * (ipu_lost_alive; 4 bytes on IPU_PING_TAG, answered on IPU_PONG_TAG by
+ * ipu_lost_poll, which every waiting loop calls). A peer that does not
+ * answer within IPU_LOST_PING_S is lost: this finds a dead rank on either
+ * back end (MPI has no peer failure of its own) without waiting for the
+ * --timeout that a rank that is alive but stuck still gets. The three
+ * tags are the transport's reserved control tags (transport.h). */
 #ifndef IPU_EXEC_LOST_H
 #define IPU_EXEC_LOST_H
 
 #include "transport/transport.h"
 
 #define IPU_LOST_TAG IPU_TRANSPORT_TAG_MAX
+#define IPU_PING_TAG (IPU_TRANSPORT_TAG_MAX - 1)
+#define IPU_PONG_TAG (IPU_TRANSPORT_TAG_MAX - 2)
+/* a ping unanswered this long: the peer is lost (seconds) */
+#define IPU_LOST_PING_S 3.0
+/* a peer that answered is not pinged again for this long (seconds) */
+#define IPU_LOST_PING_EVERY_S 1.0
 /* seconds a rank that tells of a loss stays reachable before it closes */
 #define IPU_LOST_LINGER_S 0.5
 
 typedef struct ipu_lost ipu_lost_t;
 
-/* Post the receives (*out NULL, no notices, on the MPI back end: it folds
- * tags into MPI_TAG_UB, where this one would meet data tags). Errors:
+/* Post the receives (notices and pings from every peer). Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out);
 /* A notice arrived (8 of the receives tested at most every 10 ms, in turn,
@@ -33,6 +46,12 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l);
  * other rank not known failed is told, and this rank keeps progressing for
  * IPU_LOST_LINGER_S so that they read it. Returns st. */
 ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st);
+/* Is peer alive? 1: it answered a ping within the last
+ * IPU_LOST_PING_EVERY_S; 0: a ping is on its way (one is sent if none is);
+ * -1: its transport failed or it left a ping unanswered for IPU_LOST_PING_S
+ * (it is then the rank ipu_lost_tell names and tells of). Call it as often
+ * as wanted while waiting on that peer; l NULL: 1. */
+int ipu_lost_alive(ipu_lost_t *l, int peer);
 /* Cancel what is left and free (accepts NULL). */
 void ipu_lost_close(ipu_lost_t *l);
 

@@ -1,6 +1,7 @@
 #include "exec/pipeline.h"
 
 #include "common/log.h"
+#include "exec/agree.h"
 #include "exec/lost.h"
 #include "exec/measure.h"
 #include "exec/binding.h"
@@ -16,6 +17,8 @@
 #include <time.h>
 
 #define MAX_CREDITS 16
+/* seconds without any event before the ranks waited on are pinged */
+#define IPU_SUSPECT_S 2.0
 /* tag: [credit 1][link 15][seq 24] = 40 bits */
 #define TAG(credit, link, seq) \
     (((uint64_t)(credit) << 39) | ((uint64_t)(link) << 24) | ((uint64_t)(seq) & 0xffffff))
@@ -447,6 +450,27 @@ static ipu_status_t poll_credits(pipe_t *pp, int *events)
     return IPU_OK;
 }
 
+/* Nothing happened for a while: is every rank this one waits on still
+ * there? Pings them (exec/lost.h); a rank that stopped answering is lost. */
+static ipu_status_t check_peers(pipe_t *pp)
+{
+    for (int i = 0; i < pp->n_ls; i++) {
+        lstage_t *ls = &pp->ls[i];
+        for (int k = 0; k < ls->n_in + ls->n_out; k++) {
+            int in = k < ls->n_in;
+            link_t *lk = &pp->links[in ? ls->in_links[k] : ls->out_links[k - ls->n_in]];
+            int peer = in ? lk->src_rank : lk->dst_rank;
+            if (peer == pp->rank || (in && ls->next >= ls->total))
+                continue;
+            if (ipu_lost_alive(pp->lost, peer) < 0)
+                return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (stage %d): it stopped "
+                                 "answering; the job cannot continue", peer,
+                                 ipu_transport_host(pp->tr, peer), in ? lk->src : lk->dst);
+        }
+    }
+    return IPU_OK;
+}
+
 /* The scheduler: run until every local stage has run and emitted all its
  * sequences and every send has completed. */
 static ipu_status_t schedule(pipe_t *pp)
@@ -520,6 +544,8 @@ static ipu_status_t schedule(pipe_t *pp)
             idle_us = 1;
         if (events || run) {
             last_event = t; /* a running stage is progress */
+        } else if (t - last_event > IPU_SUSPECT_S && (st = check_peers(pp)) != IPU_OK) {
+            return st;
         } else if (t - last_event > pp->p->transport.timeout_s) {
             /* name what we wait for */
             for (int i = 0; i < pp->n_ls; i++) {
@@ -638,16 +664,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static ipu_status_t all_ok(MPI_Comm comm, ipu_status_t st, int rank)
+/* Liveness callbacks of the agreement steps (exec/agree.h). */
+static ipu_status_t agree_poll(void *arg)
 {
-    /* agree on success before any work, so no rank waits on one that failed */
-    int bad = st != IPU_OK, any = 0, who = bad ? rank : 1 << 30, first = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
-    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (st != IPU_OK)
-        return st;
-    return any ? ipu_error(IPU_ERR_INVALID_ARG, "rank %d failed to set up (see its message)", first)
-               : IPU_OK;
+    pipe_t *pp = arg;
+    if (pp->tr)
+        ipu_transport_progress(pp->tr);
+    return ipu_lost_poll(pp->lost);
+}
+static int agree_alive(void *arg, int peer)
+{
+    pipe_t *pp = arg;
+    return pp->lost ? ipu_lost_alive(pp->lost, peer) : 0;
+}
+
+/* Every rank agrees on st of a step, so that no rank waits on one that
+ * failed, died or hangs; *lost: a rank is gone (no collective may follow).
+ * The waits are bounded by pings once the transport is up, and by
+ * --timeout x `timeouts` (0: none), rank 0's by --timeout x root_timeouts
+ * more for the others. */
+static ipu_status_t agree(pipe_t *pp, MPI_Comm comm, ipu_status_t st, const char *step,
+                          int timeouts, int root_timeouts, void *payload, size_t bytes,
+                          int *host_ids, int *lost)
+{
+    double T = pp->p->transport.timeout_s > 0 ? pp->p->transport.timeout_s : 30;
+    ipu_agree_params_t a = {.step = step, .timeout_s = T * timeouts, .root_extra_s = T * root_timeouts,
+                            .poll = agree_poll, .arg = pp};
+    if (pp->lost)
+        a.alive = agree_alive;
+    return ipu_agree(comm, st, &a, payload, bytes, host_ids, lost);
 }
 
 ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_params_t *p,
@@ -697,10 +742,32 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         if (st == IPU_OK && pp.rank == 0)
             st = ipu_measure_nodes(g, node_ms);
     }
-    if (p->measure && !ppar->node_ms && pp.S > 1) { /* every rank reaches this */
-        if ((st = all_ok(comm, st, pp.rank)) == IPU_OK)
-            MPI_Bcast(node_ms, g->n_nodes, MPI_DOUBLE, 0, comm);
-        part.node_ms = node_ms;
+    int lost = 0;
+    int *host_ids = calloc((size_t)pp.world, sizeof(int));
+    if (host_ids == NULL && st == IPU_OK)
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    {   /* every rank reaches this: agree, with rank 0's measured costs;
+         * the others also wait for rank 0's measuring */
+        int measured = p->measure && !ppar->node_ms && pp.S > 1;
+        size_t bytes = measured && node_ms ? (size_t)g->n_nodes * sizeof(double) : 0;
+        st = agree(&pp, comm, st, "the model and the plan's costs", 1, measured ? 2 : 0, node_ms,
+                   bytes, host_ids, &lost);
+        if (measured)
+            part.node_ms = node_ms;
+    }
+    /* the ranks of this host, from the agreement (no collective: one that
+     * a rank dies in would never return) */
+    int local_rank = 0, local_size = 0;
+    for (int r = 0; host_ids && r < pp.world; r++)
+        if (host_ids[r] == host_ids[pp.rank]) {
+            local_rank += r < pp.rank;
+            local_size++;
+        }
+    free(host_ids);
+    if (lost) {
+        free(node_ms);
+        rep->setup_failed = 0; /* a rank is gone: no collective after this */
+        goto out;
     }
     if (st == IPU_OK)
         st = ipu_partition_make(g, &part, &plan);
@@ -724,25 +791,13 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     }
     if (st == IPU_OK) {
         ipu_binding_t bind;
-        int bound = 0;
-        if (p->bind) { /* the ranks of this host share its cores */
-            MPI_Comm local;
-            int lr, ls;
-            MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, pp.rank, MPI_INFO_NULL, &local);
-            MPI_Comm_rank(local, &lr);
-            MPI_Comm_size(local, &ls);
-            MPI_Comm_free(&local);
-            bound = ipu_binding_plan(lr, ls, pp.K, &bind) == IPU_OK;
-        }
+        /* the ranks of this host share its cores */
+        int bound = p->bind && ipu_binding_plan(local_rank, local_size, pp.K, &bind) == IPU_OK;
         st = build_local(&pp, plan.node_stage, bound ? &bind : NULL);
     }
     /* every rank reaches here: fail together before any transfer */
-    if ((st = all_ok(comm, st, pp.rank)) == IPU_OK)
+    if ((st = agree(&pp, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, &lost)) == IPU_OK)
         st = ipu_transport_open(comm, &p->transport, &pp.tr);
-    if ((st = all_ok(comm, st, pp.rank)) != IPU_OK) {
-        rep->setup_failed = 1;
-        goto out;
-    }
     for (int l = 0; l < pp.n_links && st == IPU_OK; l++) {
         link_t *lk = &pp.links[l];
         if (lk->dst_rank == pp.rank && lk->src_rank != pp.rank)
@@ -752,12 +807,20 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     }
     if (st == IPU_OK && pp.world > 1)
         st = ipu_lost_open(pp.tr, &pp.lost);
-    MPI_Barrier(comm);
+    if (!lost) /* and the start of the run, all together */
+        st = agree(&pp, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, &lost);
+    if (st != IPU_OK) {
+        rep->setup_failed = !lost;
+        goto out;
+    }
     rep->setup_failed = 0;
     pp.t0 = now_s();
-    if (st == IPU_OK)
-        st = schedule(&pp);
+    st = schedule(&pp);
     double t_done = now_s() - pp.t0;
+    /* every rank finished its stages (a rank that did waits for the others
+     * answering pings, so the loss of one still running is found) */
+    if (st == IPU_OK)
+        st = agree(&pp, comm, st, "the end of the run", 0, 0, NULL, 0, NULL, &lost);
     if (st != IPU_OK) /* a lost peer: tell the others, or name the rank lost first */
         st = ipu_lost_tell(pp.lost, st);
     if (st != IPU_OK)

@@ -1,6 +1,7 @@
 /* MPI back end (--transport mpi): MPI_Isend/MPI_Irecv on a duplicated
  * communicator. MPI tags are at most MPI_TAG_UB (>= 32767); the 40-bit user
- * tag is folded into that range. Messages between a pair of ranks on one
+ * tag is folded into that range, whose top IPU_TRANSPORT_TAG_CONTROL tags
+ * only the control tags map to (one each). Messages between a pair of ranks on one
  * communicator do not overtake each other (MPI 4.0, 3.5), so tags that
  * collide only after the fold belong to transfers that are far apart in
  * the stream and match in order. */
@@ -12,7 +13,10 @@ static int tag_ub = 32767;
 
 static int fold(uint64_t tag)
 {
-    return (int)(tag % (uint64_t)tag_ub);
+    uint64_t top = IPU_TRANSPORT_TAG_MAX - tag;
+    if (top < IPU_TRANSPORT_TAG_CONTROL)
+        return tag_ub - (int)top;
+    return (int)(tag % (uint64_t)(tag_ub - IPU_TRANSPORT_TAG_CONTROL + 1));
 }
 
 static ipu_status_t mpi_error(const char *what, int rc)

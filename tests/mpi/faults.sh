@@ -9,6 +9,11 @@
 #     it, and rank 2's neighbour (rank 1) stops when it finds rank 0 gone;
 #     every survivor must still name rank 0 (exec/lost.h), not the rank
 #     that stopped.
+#  4. the same as 2 with --transport mpi (no peer failure from MPI: the
+#     survivors ping the ranks they wait on and must still name rank 1).
+#  5. a rank that stops during set-up (SIGSTOP once it has opened the
+#     model, before the run starts): the others must not wait in a
+#     collective for ever but name it (exec/agree.h) within --timeout.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
@@ -39,10 +44,11 @@ wait_running() {
     return 1
 }
 
-for mode in plain recovery recovery4; do
-    extra="" np=3 victim=1
+for mode in plain recovery recovery4 recovery_mpi; do
+    extra="" np=3 victim=1 targs=""
     [ $mode = plain ] || extra="--enable-recovery"
     [ $mode = recovery4 ] && np=4 victim=0
+    [ $mode = recovery_mpi ] && np=4 targs="--transport mpi"
     rm -rf "$W/codes"; mkdir -p "$W/codes"
     # each rank records its own exit status
     cat > "$W/rank.sh" <<EOS
@@ -54,7 +60,7 @@ EOS
     start=$(date +%s)
     # shellcheck disable=SC2086
     timeout -k 5 120 "$MPIRUN" $extra --oversubscribe -x IPU_TEST_TAG=$tag -np $np "$W/rank.sh" "$M" --batches 1000000 \
-        --output-dir "$W/o" --timeout 20 >"$W/log" 2>&1 &
+        --output-dir "$W/o" --timeout 20 $targs >"$W/log" 2>&1 &
     job=$!
     if ! wait_running "$W/o/test_data_set_3/output_0.pb"; then
         fail "$mode: the job did not start"; kill $job; continue
@@ -74,6 +80,13 @@ EOS
             grep -q "^ipu-exec (rank $r): lost rank 0 " "$W/log" && ok "recovery4: rank $r names rank 0" ||
                 { fail "recovery4: rank $r does not name rank 0"; grep "ipu-exec" "$W/log"; }
         done
+    elif [ $mode = recovery_mpi ]; then
+        for r in 0 2 3; do
+            code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
+            [ "$code" != 0 ] && ok "recovery_mpi: rank $r exits non-zero ($code)" || fail "recovery_mpi: rank $r exit 0"
+            grep -q "^ipu-exec (rank $r): lost rank 1 " "$W/log" && ok "recovery_mpi: rank $r names rank 1" ||
+                { fail "recovery_mpi: rank $r does not name rank 1"; grep "ipu-exec" "$W/log"; }
+        done
     else
         for r in 0 2; do
             code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
@@ -85,5 +98,47 @@ EOS
     pkill -9 -f "IPU_TEST_TAG=$tag" 2>/dev/null
     rm -rf "$W/o"
 done
+# 5. a rank stopped during set-up
+victim=2
+rm -rf "$W/codes"; mkdir -p "$W/codes"
+timeout -k 5 120 "$MPIRUN" --enable-recovery --oversubscribe -x IPU_TEST_TAG=$tag -np 3 "$W/rank.sh" "$M" \
+    --batches 100 --timeout 5 >"$W/log" 2>&1 &
+job=$!
+stopped=""
+i=0
+while [ -z "$stopped" ] && [ $i -lt 3000 ]; do
+    for p in $(pgrep -f "ipu-exec $M"); do
+        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "IPU_TEST_TAG=$tag" &&
+           tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" &&
+           ls -l "/proc/$p/fd" 2>/dev/null | grep -q "model.onnx"; then
+            kill -STOP "$p"; stopped=$p
+        fi
+    done
+    i=$((i + 1))
+    [ -n "$stopped" ] || sleep 0.01
+done
+if [ -z "$stopped" ]; then
+    fail "setup: rank $victim never opened the model"
+else
+    t0=$(date +%s)
+    # the survivors end by themselves; then the stopped rank is ended
+    for r in 0 1; do
+        j=0
+        while [ ! -f "$W/codes/$r" ] && [ $j -lt 600 ]; do sleep 0.1; j=$((j + 1)); done
+    done
+    took=$(( $(date +%s) - t0 ))
+    kill -9 "$stopped" 2>/dev/null
+    wait $job
+    [ $took -le 30 ] && ok "setup: the survivors ended ${took}s after rank $victim stopped" || fail "setup: took ${took}s"
+    for r in 0 1; do
+        code=$(cat "$W/codes/$r" 2>/dev/null || echo none)
+        [ "$code" != 0 ] && [ "$code" != none ] && ok "setup: rank $r exits non-zero ($code)" || fail "setup: rank $r exit $code"
+        grep -q "^ipu-exec (rank $r): lost rank $victim" "$W/log" && ok "setup: rank $r names rank $victim" ||
+            { fail "setup: rank $r does not name rank $victim"; grep "ipu-exec" "$W/log"; }
+    done
+    grep -q "^ipu-exec (rank .): lost rank $victim: .*within 5 s" "$W/log" && ok "setup: the message says how long it waited" ||
+        fail "setup: no wait in the message"
+fi
+pkill -9 -f "IPU_TEST_TAG=$tag" 2>/dev/null
 echo "faults: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -1,0 +1,258 @@
+/* Agreement steps that survive a rank that dies (agree.h). */
+#include "exec/agree.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    int32_t status;
+    char msg[IPU_AGREE_MSG];
+    char host[MPI_MAX_PROCESSOR_NAME];
+} report_t;
+
+typedef struct {
+    int32_t status, lost; /* lost: the rank lost (-1: none) */
+    char msg[IPU_AGREE_MSG];
+} verdict_t;
+
+static void nap(void)
+{
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void drop(MPI_Request *r, int cancel)
+{
+    if (*r == MPI_REQUEST_NULL)
+        return;
+    if (cancel)
+        MPI_Cancel(r);
+    MPI_Request_free(r);
+}
+
+/* The verdict's status and message become this rank's. */
+static ipu_status_t apply(const verdict_t *v, int from_root, int *lost)
+{
+    if (v->status == IPU_OK)
+        return IPU_OK;
+    if (v->lost >= 0)
+        *lost = 1;
+    char msg[IPU_AGREE_MSG + 32];
+    snprintf(msg, sizeof msg, "%.*s%s", IPU_AGREE_MSG - 1, v->msg,
+             from_root && v->lost >= 0 ? " (reported by rank 0)" : "");
+    return ipu_error((ipu_status_t)v->status, "%s", msg);
+}
+
+static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
+                         void *payload, size_t payload_bytes, int *host_ids, int *lost)
+{
+    report_t *rep = calloc((size_t)size, sizeof(report_t));
+    MPI_Request *rq = calloc((size_t)size, sizeof(MPI_Request));
+    size_t hbytes = (size_t)size * sizeof(int32_t);
+    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
+    if (!rep || !rq || !vbuf) {
+        free(rep); free(rq); free(vbuf);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    /* "rank 0 is here": the others time rank 0's verdict from this */
+    static const int32_t here = 1;
+    for (int r = 1; r < size; r++) {
+        MPI_Request nq;
+        MPI_Isend(&here, 1, MPI_INT32_T, r, IPU_AGREE_TAG, comm, &nq);
+        MPI_Request_free(&nq);
+        MPI_Irecv(&rep[r], (int)sizeof(report_t), MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
+    }
+    verdict_t *v = (verdict_t *)(void *)vbuf;
+    v->status = IPU_OK;
+    v->lost = -1;
+    ipu_status_t pst = IPU_OK;
+    double t0 = MPI_Wtime();
+    for (;;) {
+        int missing = -1;
+        for (int r = 1; r < size; r++) {
+            int flag = 1;
+            if (rq[r] != MPI_REQUEST_NULL)
+                MPI_Test(&rq[r], &flag, MPI_STATUS_IGNORE);
+            if (!flag && missing < 0)
+                missing = r;
+        }
+        if (missing < 0)
+            break;
+        if (p->poll && (pst = p->poll(p->arg)) != IPU_OK)
+            break;
+        double waited = MPI_Wtime() - t0;
+        int gone = -1;
+        for (int r = missing; p->alive && r < size && gone < 0; r++)
+            if (rq[r] != MPI_REQUEST_NULL && p->alive(p->arg, r) < 0)
+                gone = r;
+        if (gone >= 0) {
+            v->status = IPU_ERR_TRANSPORT;
+            v->lost = gone;
+            snprintf(v->msg, sizeof v->msg, "lost rank %d: it stopped answering while the ranks "
+                     "agreed on %s; the job cannot continue", gone, p->step);
+            break;
+        }
+        if (p->timeout_s > 0 && waited > p->timeout_s) {
+            v->status = IPU_ERR_TIMED_OUT;
+            v->lost = missing;
+            snprintf(v->msg, sizeof v->msg, "lost rank %d: it did not report on %s within %.0f s; "
+                     "it died or hangs (if it is only slow, raise --timeout)", missing, p->step,
+                     p->timeout_s);
+            break;
+        }
+        nap();
+    }
+    if (pst != IPU_OK) { /* a notice: the caller stops; the others hear it too */
+        for (int r = 1; r < size; r++)
+            drop(&rq[r], 1);
+        free(rep); free(rq); free(vbuf);
+        *lost = 1;
+        return pst;
+    }
+    /* the lowest failing rank speaks for all */
+    if (v->lost < 0 && st != IPU_OK) {
+        v->status = st;
+        snprintf(v->msg, sizeof v->msg, "%s", ipu_error_message());
+    }
+    for (int r = 1; r < size && v->lost < 0 && v->status == IPU_OK; r++)
+        if (rep[r].status != IPU_OK) {
+            v->status = rep[r].status;
+            memcpy(v->msg, rep[r].msg, sizeof v->msg);
+            v->msg[sizeof v->msg - 1] = '\0';
+        }
+    /* the ranks' hosts: the lowest rank on the same one */
+    int32_t *hid = (int32_t *)(void *)(vbuf + sizeof(verdict_t));
+    int len = 0;
+    MPI_Get_processor_name(rep[0].host, &len);
+    for (int r = 0; r < size; r++) {
+        hid[r] = r;
+        for (int q = 0; q < r && hid[r] == r; q++)
+            if (strncmp(rep[q].host, rep[r].host, sizeof rep[r].host) == 0)
+                hid[r] = q;
+    }
+    if (host_ids)
+        memcpy(host_ids, hid, hbytes);
+    size_t vbytes = sizeof(verdict_t) + hbytes + (v->status == IPU_OK ? payload_bytes : 0);
+    if (v->status == IPU_OK && payload_bytes)
+        memcpy(vbuf + sizeof(verdict_t) + hbytes, payload, payload_bytes);
+    /* answer every rank that reported; the sends may outlive a dead
+     * receiver, so they are left to complete in the background */
+    for (int r = 1; r < size; r++) {
+        if (rq[r] != MPI_REQUEST_NULL) { /* never reported */
+            drop(&rq[r], 1);
+            continue;
+        }
+        MPI_Isend(vbuf, (int)vbytes, MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
+    }
+    for (double end = MPI_Wtime() + 2.0; MPI_Wtime() < end;) {
+        int all = 1;
+        for (int r = 1; r < size; r++) {
+            int flag = 1;
+            if (rq[r] != MPI_REQUEST_NULL)
+                MPI_Test(&rq[r], &flag, MPI_STATUS_IGNORE);
+            all &= flag;
+        }
+        if (all)
+            break;
+        if (p->poll)
+            (void)p->poll(p->arg); /* answer pings while they take it */
+        nap();
+    }
+    for (int r = 1; r < size; r++)
+        drop(&rq[r], 0);
+    ipu_status_t out = st != IPU_OK && v->lost < 0 ? st : apply(v, 0, lost);
+    free(rep); free(rq); free(vbuf);
+    return out;
+}
+
+static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
+                           void *payload, size_t payload_bytes, int *host_ids, int *lost)
+{
+    report_t rep;
+    memset(&rep, 0, sizeof rep);
+    rep.status = st;
+    if (st != IPU_OK)
+        snprintf(rep.msg, sizeof rep.msg, "%s", ipu_error_message());
+    int len = 0;
+    MPI_Get_processor_name(rep.host, &len);
+    size_t hbytes = (size_t)size * sizeof(int32_t);
+    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
+    if (vbuf == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    MPI_Request sq, hq, rq;
+    int32_t here = 0;
+    MPI_Isend(&rep, (int)sizeof rep, MPI_BYTE, 0, IPU_AGREE_TAG, comm, &sq);
+    MPI_Irecv(&here, 1, MPI_INT32_T, 0, IPU_AGREE_TAG, comm, &hq);
+    MPI_Irecv(vbuf, (int)(sizeof(verdict_t) + hbytes + payload_bytes), MPI_BYTE, 0, IPU_AGREE_TAG,
+              comm, &rq);
+    /* until rank 0 is here: timeout + its own work before the step; then
+     * timeout + a margin for its verdict (it waits timeout for the last) */
+    double t0 = MPI_Wtime(), limit = p->timeout_s > 0 ? p->timeout_s + p->root_extra_s : 0;
+    ipu_status_t out = IPU_OK;
+    for (;;) {
+        int flag = 0;
+        if (hq != MPI_REQUEST_NULL) {
+            MPI_Test(&hq, &flag, MPI_STATUS_IGNORE);
+            if (flag) { /* MPI_Test set hq to MPI_REQUEST_NULL */
+                t0 = MPI_Wtime();
+                limit = p->timeout_s > 0 ? p->timeout_s + 5 : 0;
+            }
+        }
+        flag = 0;
+        MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+        if (flag)
+            break;
+        if (p->poll && (out = p->poll(p->arg)) != IPU_OK) {
+            *lost = 1;
+            break;
+        }
+        if (p->alive && p->alive(p->arg, 0) < 0) {
+            *lost = 1;
+            out = ipu_error(IPU_ERR_TRANSPORT, "lost rank 0: it stopped answering while the ranks "
+                            "agreed on %s; the job cannot continue", p->step);
+            break;
+        }
+        if (limit > 0 && MPI_Wtime() - t0 > limit) {
+            *lost = 1;
+            out = ipu_error(IPU_ERR_TIMED_OUT, "lost rank 0: it did not answer on %s within %.0f s; "
+                            "it died or hangs (if it is only slow, raise --timeout)", p->step,
+                            MPI_Wtime() - t0);
+            break;
+        }
+        nap();
+    }
+    if (*lost) {
+        drop(&hq, 1);
+        drop(&rq, 1);
+        drop(&sq, 0);
+        free(vbuf);
+        return out;
+    }
+    MPI_Wait(&sq, MPI_STATUS_IGNORE); /* rank 0 took it: it answered */
+    const verdict_t *v = (const verdict_t *)(const void *)vbuf;
+    if (host_ids)
+        memcpy(host_ids, vbuf + sizeof(verdict_t), hbytes);
+    if (v->status == IPU_OK && payload_bytes)
+        memcpy(payload, vbuf + sizeof(verdict_t) + hbytes, payload_bytes);
+    out = st != IPU_OK && v->lost < 0 ? st : apply(v, 1, lost);
+    free(vbuf);
+    return out;
+}
+
+ipu_status_t ipu_agree(MPI_Comm comm, ipu_status_t st, const ipu_agree_params_t *p, void *payload,
+                       size_t payload_bytes, int *host_ids, int *lost)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    *lost = 0;
+    if (host_ids)
+        host_ids[0] = 0;
+    if (size == 1)
+        return st;
+    return rank == 0 ? root(comm, size, st, p, payload, payload_bytes, host_ids, lost)
+                     : member(comm, size, st, p, payload, payload_bytes, host_ids, lost);
+}
