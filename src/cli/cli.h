@@ -20,6 +20,8 @@ typedef struct cli_opts {
     ipu_session_opts_t sopts;
     int failed_together;   /* set when every rank saw the same error */
     int bind;              /* bind IPU workers to cores (default 1) */
+    int batches_set;       /* --batches given (else one per replica) */
+    int micro_batch_set;   /* --micro-batch given */
 } cli_opts_t;
 
 /* One model on one IPU of this process (bare or mpirun -np 1). */
@@ -32,8 +34,16 @@ const char *cli_rank_tag(int rank);
 /* Parse an integer >= lo (0 ok, -1 bad) / a size with K/M/G suffix. */
 int cli_parse_int(const char *s, int lo, int *out);
 int cli_parse_size(const char *s, size_t *out);
-/* Print "ipu-exec: <fmt with arg>; see ipu-exec --help" and return 2. */
+/* Print "ipu-exec: <fmt with arg>; see ipu-exec --help" and return 2. Under
+ * a launcher (usage errors come before MPI_Init) only rank 0 prints; the
+ * others wait a moment for it and return 2 silently. */
 int cli_usage_error(const char *fmt, const char *arg);
+/* This process's rank from the launcher's environment (Open MPI's
+ * OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK), or -1 when not launched so. */
+int cli_launcher_rank(void);
+/* Format one line (a newline is added) and write it to stderr in a single
+ * write, so that lines of several ranks do not interleave. */
+void cli_err_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ipu-exec info [--ipus-per-rank K]: placement and binding of every rank. */
 int cli_info_main(int argc, char **argv, int ipus_per_rank);

@@ -7,11 +7,14 @@
 #include "graph/load.h"
 
 #include <getopt.h>
+#include <libgen.h>
 #include <malloc.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PROG "ipu-exec"
@@ -32,17 +35,20 @@ static void usage(FILE *f)
 "  --seed N            seed of the synthetic inputs (default 0); micro-batch M\n"
 "                      uses seed N+M\n"
 "  --micro-batch M     samples per micro-batch: the size of symbolic batch\n"
-"                      dimensions of synthetic inputs (default 1)\n"
+"                      dimensions of synthetic inputs (default 1); a model\n"
+"                      whose batch dimension is fixed takes only that size\n"
 "  --output-dir DIR    write the outputs as DIR/output_N.pb, or with --batches\n"
 "                      > 1 as DIR/test_data_set_M/output_N.pb per micro-batch M\n"
 "  --check             compare the outputs with output_N.pb in the --inputs DIR\n"
 "                      (numpy.allclose); exit 1 and print the worst element on\n"
-"                      a mismatch\n"
+"                      a mismatch. Without --inputs: test_data_set_0/ next to\n"
+"                      the model (the ONNX test-data layout), if there is one\n"
 "  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
 "\n"
 "Execution:\n"
-"  --batches N         micro-batches to run (default 1); on one IPU latency is\n"
-"                      the median/min of these runs\n"
+"  --batches N         micro-batches to run (default: one per replica, so 1\n"
+"                      without --replicas); on one IPU latency is the\n"
+"                      median/min of these runs\n"
 "  --warmup N          untimed runs before them (per replica in a pipeline;\n"
 "                      default 1 when N > 1, else 0)\n"
 "  --threads T         threads per IPU for the kernels (default 1)\n"
@@ -63,7 +69,8 @@ static void usage(FILE *f)
 "  --timeout S         seconds without progress before a rank gives up and\n"
 "                      names the peer it waits for (default 30)\n"
 "  The model is partitioned as `ipu-exec plan` shows; models annotated with\n"
-"  __pipeline_stage / __ipu_number keep their placement.\n"
+"  __pipeline_stage / __ipu_number keep their placement (a single rank runs\n"
+"  such a model whole, and says so on stderr).\n"
 "\n"
 "Information:\n"
 "  --list-ops          print the supported operators (OpType since-until) and exit\n"
@@ -109,11 +116,50 @@ int cli_parse_int(const char *s, int lo, int *out)
     return 0;
 }
 
+int cli_launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *e = getenv(vars[i]);
+        int r;
+        if (e && cli_parse_int(e, 0, &r) == 0)
+            return r;
+    }
+    return -1;
+}
+
+void cli_err_line(const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(buf) - 1 ? (size_t)n : sizeof(buf) - 2;
+    buf[len++] = '\n';
+    fflush(stdout);
+    /* one write: lines of several ranks on one stream do not interleave */
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, buf + off, len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
 int cli_usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "; see " PROG " --help\n");
+    int rank = cli_launcher_rank();
+    if (rank > 0) {
+        /* every rank parsed the same command line: rank 0 says it. Give it
+         * time to: the launcher ends the job when the first rank exits, and
+         * could stop rank 0 before it printed */
+        sleep(2);
+        return 2;
+    }
+    char msg[2048];
+    snprintf(msg, sizeof(msg), fmt, arg);
+    cli_err_line(PROG ": %s; see " PROG " --help", msg);
     return 2;
 }
 
@@ -158,6 +204,7 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         case O_MB:
             if (cli_parse_int(optarg, 1, &o->micro_batch))
                 return cli_usage_error("--micro-batch %s: expected a positive integer", optarg);
+            o->micro_batch_set = 1;
             break;
         case O_REPLICAS:
             if (cli_parse_int(optarg, 1, &o->replicas))
@@ -197,6 +244,7 @@ static int parse(int argc, char **argv, cli_opts_t *o)
         case O_BATCHES:
             if (cli_parse_int(optarg, 1, &o->batches))
                 return cli_usage_error("--batches %s: expected a positive integer", optarg);
+            o->batches_set = 1;
             break;
         case O_WARMUP:
             if (cli_parse_int(optarg, 0, &o->warmup))
@@ -247,8 +295,32 @@ static int parse(int argc, char **argv, cli_opts_t *o)
     if (optind + 1 < argc)
         return cli_usage_error("unexpected argument %s", argv[optind + 1]);
     o->model = argv[optind];
-    if (o->check && !o->inputs)
-        return cli_usage_error("%s", "--check needs --inputs DIR holding the reference output_N.pb");
+    if (o->check && !o->inputs) {
+        /* the ONNX test-data layout: MODEL_DIR/model.onnx and
+         * MODEL_DIR/test_data_set_0/{input,output}_N.pb */
+        static char dir[4096];
+        char copy[4096];
+        struct stat sb;
+        snprintf(copy, sizeof(copy), "%s", o->model);
+        const char *parent = strchr(o->model, '/') ? dirname(copy) : NULL;
+        snprintf(dir, sizeof(dir), "%s%stest_data_set_0", parent ? parent : "",
+                 parent && strcmp(parent, "/") != 0 ? "/" : "");
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return cli_usage_error("--check needs --inputs DIR holding the reference output_N.pb, or "
+                                   "the ONNX test-data layout (a test_data_set_0/ directory next to "
+                                   "the model); there is no %s", dir);
+        o->inputs = dir;
+        if (cli_launcher_rank() <= 0) {
+            printf("inputs: %s\n", dir);
+            fflush(stdout);
+        }
+    }
+    if (o->micro_batch_set && o->inputs && cli_launcher_rank() <= 0)
+        cli_err_line(PROG ": note: --micro-batch is not used with --inputs: the input files' shapes "
+                     "set the batch");
+    /* one micro-batch per replica unless told otherwise */
+    if (!o->batches_set)
+        o->batches = o->replicas;
     o->sopts.threads = o->threads;
     if (o->warmup < 0)
         o->warmup = o->batches > 1 ? 1 : 0;
@@ -305,7 +377,7 @@ int main(int argc, char **argv)
     else
         st = cli_run_single(&o);
     if (st != IPU_OK && ipu_error_message()[0]) /* empty: another rank says it */
-        fprintf(stderr, PROG "%s: %s\n", mpi && size > 1 ? cli_rank_tag(rank) : "", ipu_error_message());
+        cli_err_line(PROG "%s: %s", mpi && size > 1 ? cli_rank_tag(rank) : "", ipu_error_message());
     fflush(stdout);
     int code = ipu_status_exit_code(st);
     if (mpi) {

@@ -146,7 +146,7 @@ int cli_plan_main(int argc, char **argv)
     ipu_partition_free(&pt);
     ipu_graph_free(g);
     if (st != IPU_OK)
-        fprintf(stderr, "ipu-exec: %s\n", ipu_error_message());
+        cli_err_line("ipu-exec: %s", ipu_error_message());
     return ipu_status_exit_code(st);
 }
 

@@ -4,6 +4,7 @@
  * output to --output-dir and --check. */
 #include "cli/cli.h"
 #include "cli/io.h"
+#include "common/log.h"
 #include "exec/ops/registry.h"
 #include "exec/pipeline.h"
 #include "exec/binding.h"
@@ -151,6 +152,54 @@ static void print_profile(const ipu_stage_t *st, int runs)
     free(t);
 }
 
+/* --micro-batch M sizes the symbolic batch dimension of synthetic inputs: a
+ * model whose inputs all have a fixed one takes only that size, an error
+ * rather than micro-batches of another size than asked for. */
+static ipu_status_t check_micro_batch(const cli_opts_t *o, const ipu_graph_t *g)
+{
+    if (!o->micro_batch_set || o->inputs || g->n_inputs == 0)
+        return IPU_OK;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const ipu_value_t *v = &g->values[g->inputs[k]];
+        if (v->rank > 0 && v->dims[0] < 0)
+            return IPU_OK; /* a symbolic batch dimension: M sets it */
+    }
+    const ipu_value_t *v = &g->values[g->inputs[0]];
+    char shape[256];
+    size_t off = (size_t)snprintf(shape, sizeof(shape), "%s[", ipu_dtype_name(v->dtype));
+    for (int d = 0; d < v->rank && off < sizeof(shape); d++)
+        off += (size_t)(v->dims[d] >= 0 ? snprintf(shape + off, sizeof(shape) - off, d ? ",%lld" : "%lld",
+                                                   (long long)v->dims[d])
+                                        : snprintf(shape + off, sizeof(shape) - off, d ? ",?" : "?"));
+    if (off < sizeof(shape))
+        snprintf(shape + off, sizeof(shape) - off, "]");
+    if (v->rank <= 0)
+        return ipu_error(IPU_ERR_INVALID_ARG, "--micro-batch %d: %s: input '%s' is a scalar, the model "
+                         "has no batch dimension; leave out --micro-batch", o->micro_batch, o->model,
+                         v->name);
+    if (v->dims[0] == o->micro_batch)
+        return IPU_OK;
+    return ipu_error(IPU_ERR_INVALID_ARG, "--micro-batch %d: %s: input '%s' %s has a fixed batch "
+                     "dimension of %lld; leave out --micro-batch, or export the model with a symbolic "
+                     "batch dimension (e.g. dynamic_axes in torch.onnx.export)", o->micro_batch,
+                     o->model, v->name, shape, (long long)v->dims[0]);
+}
+
+/* Stages the model's __pipeline_stage (else __ipu_number) attributes
+ * describe, as the partitioner reads them; 0 if none. */
+static int annotated_stages(const ipu_graph_t *g)
+{
+    int64_t max = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_attr_t *a = ipu_attr_find(&g->nodes[i], "__pipeline_stage");
+        if (a == NULL || a->type != IPU_ATTR_INT)
+            a = ipu_attr_find(&g->nodes[i], "__ipu_number");
+        if (a != NULL && a->type == IPU_ATTR_INT && a->i > max && a->i <= 4096)
+            max = a->i;
+    }
+    return (int)(max + 1);
+}
+
 ipu_status_t cli_run_single(const cli_opts_t *o)
 {
     ipu_session_t *s = NULL;
@@ -164,6 +213,15 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     if (st != IPU_OK)
         return st;
     ipu_graph_t *g = s->g;
+    if ((st = check_micro_batch(o, g)) != IPU_OK) {
+        ipu_session_close(s);
+        return st;
+    }
+    int n_ann = annotated_stages(g);
+    if (n_ann > 1 && ipu_log_level_current >= IPU_LOG_WARN)
+        cli_err_line("ipu-exec: note: %s: its %d-stage pipeline annotations (__pipeline_stage/"
+                     "__ipu_number) are not used on a single rank, which runs the model whole (run "
+                     "with mpirun -np %d to use them)", o->model, n_ann, n_ann);
     ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
     ipu_tensor_t *outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
     times = calloc((size_t)o->batches, sizeof(double));
@@ -237,12 +295,12 @@ static unsigned hash_str(const char *s)
 
 static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, int64_t batch)
 {
-    printf("pipeline: %d rank%s = %d replica%s x %d rank%s, %d stage%s, %d micro-batches of %lld\n",
+    const char *mbs = o->batches == 1 ? "micro-batch" : "micro-batches";
+    printf("pipeline: %d rank%s = %d replica%s x %d rank%s, %d stage%s, %d %s of %lld\n",
            r->world, r->world > 1 ? "s" : "", r->replicas, r->replicas > 1 ? "s" : "",
            r->ranks_per_replica, r->ranks_per_replica > 1 ? "s" : "", r->stages,
-           r->stages > 1 ? "s" : "", o->batches, (long long)batch);
-    printf("throughput: %.1f samples/s (%.3f s for %d micro-batches)\n", r->samples_per_s, r->wall_s,
-           o->batches);
+           r->stages > 1 ? "s" : "", o->batches, mbs, (long long)batch);
+    printf("throughput: %.1f samples/s (%.3f s for %d %s)\n", r->samples_per_s, r->wall_s, o->batches, mbs);
     printf("latency ms per micro-batch: median %.3f min %.3f max %.3f\n", r->latency_med_ms,
            r->latency_min_ms, r->latency_max_ms);
     for (int s = 0; s < r->stages && r->stage_busy; s++)
@@ -263,6 +321,8 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     ipu_status_t st = ipu_model_load_deferred(o->model, &g); /* weights copied after the plan */
     if (st == IPU_OK && (st = ipu_graph_bind_ops(g, ipu_op_lookup)) != IPU_OK)
         st = ipu_error_prefix(st, o->model);
+    if (st == IPU_OK)
+        st = check_micro_batch(o, g);
     if (st == IPU_OK)
         st = data_init(&d, o, g);
     if (st != IPU_OK) { /* the same on every rank: say it once */

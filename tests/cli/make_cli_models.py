@@ -8,6 +8,8 @@ OUT/mlp/wrong_shape/          input_0.pb of shape [3,9]
 OUT/mlp/npy/                  input_0.npy (N=2), output_0.pb
 OUT/mlp/bad_ref/              input_0.pb, output_0.pb perturbed in one element
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
+OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
+                              (no test_data_set_0: --check has no default inputs)
 """
 import os, sys
 import numpy as np
@@ -41,6 +43,10 @@ def mlp():
     d = os.path.join(out, "mlp")
     os.makedirs(d, exist_ok=True)
     onnx.save(m, os.path.join(d, "model.onnx"))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_value = 1
+    os.makedirs(os.path.join(out, "fixed"), exist_ok=True)
+    onnx.save(m, os.path.join(out, "fixed", "model.onnx"))
     ref = lambda x: np.maximum(x @ W + b, 0) @ W2
     x = rng.standard_normal((3, 8)).astype(np.float32)
     save(x, f"{d}/test_data_set_0/input_0.pb", "x")

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Command-line behaviour of ipu-exec on small models with numpy references:
 # --check (pass and fail), symbolic batch, .npy inputs, input matching by
-# name, --output-dir round trip, bad inputs, memory capacity, mpirun -np 1.
+# name, --output-dir round trip, bad inputs, memory capacity, mpirun -np 1;
+# --check's default inputs (test_data_set_0/ next to the model), --micro-batch
+# on a fixed batch dimension, the note on an annotated model run on one rank;
+# under mpirun: usage errors said once, --replicas without --batches.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -20,6 +23,8 @@ expect() {
         echo "ok: $what"
     fi
 }
+ok()   { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # errors: exactly one line on stderr
 one_line() {
     n=$(wc -l <"$W/err")
@@ -44,7 +49,27 @@ one_line "wrong input shape"
 expect 2 "missing input file" "input_0.pb" -- "$EXE" "$M/model.onnx" --inputs "$W"
 expect 2 "too little IPU memory" "raise --ipu-memory" -- "$EXE" "$M/model.onnx" --ipu-memory 256
 one_line "too little IPU memory"
-expect 2 "check without inputs" "--check needs --inputs" -- "$EXE" "$M/model.onnx" --check
+# --check without --inputs: the ONNX test-data layout next to the model
+expect 0 "--check finds test_data_set_0" "^inputs: $M/test_data_set_0\$" -- "$EXE" "$M/model.onnx" --check
+grep -q "check: output 0 'y' float\[3,4\]: ok" "$W/out" && grep -q "^check: 1 output of 1 micro-batch ok" "$W/out" &&
+    ok "--check with test_data_set_0 compares with its output_0.pb" || fail "--check with test_data_set_0: $(cat "$W/out")"
+F=$W/fixed # the mlp with a fixed batch dimension of 1, and no test_data_set_0
+expect 2 "check without inputs" "--check needs --inputs DIR .*test_data_set_0/.*there is no $F/test_data_set_0" -- "$EXE" "$F/model.onnx" --check
+one_line "check without inputs"
+# --micro-batch sizes a symbolic batch dimension; a fixed one is an error
+expect 0 "--micro-batch 2 on a symbolic batch" "(.* for 1 micro-batch of 2)" -- "$EXE" "$M/model.onnx" --micro-batch 2
+expect 2 "--micro-batch 2 on a fixed batch names the input" "input 'x' float\[1,8\] has a fixed batch dimension of 1" -- "$EXE" "$F/model.onnx" --micro-batch 2
+one_line "--micro-batch 2 on a fixed batch"
+expect 0 "--micro-batch 1 on a fixed batch of 1" "micro-batch of 1)" -- "$EXE" "$F/model.onnx" --micro-batch 1
+# a model annotated for 2 stages run on one rank: one line says so
+expect 0 "plan --write 2 stages" "wrote $W/ann2.onnx" -- "$EXE" plan "$M/model.onnx" --stages 2 --write "$W/ann2.onnx"
+[ "$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/ann2.onnx" - stages | sort -u | tr '\n' ' ')" = "0 1 " ] &&
+    ok "the written model is annotated 0..1" || fail "ann2.onnx is not annotated with stages 0 and 1"
+expect 0 "annotated model on one rank: a note" "^ipu-exec: note: $W/ann2.onnx: its 2-stage pipeline annotations .* not used on a single rank.*mpirun -np 2" -- "$EXE" "$W/ann2.onnx" --inputs "$M/test_data_set_0" --check
+one_line "annotated model on one rank"
+grep -q "check: 1 output of 1 micro-batch ok" "$W/out" && ok "annotated model runs whole on one rank" || fail "annotated model on one rank: $(cat "$W/out")"
+"$EXE" "$M/model.onnx" >/dev/null 2>"$W/err"
+[ ! -s "$W/err" ] && ok "no note for a model without annotations" || fail "unannotated model: $(cat "$W/err")"
 expect 2 "bad option value" "--threads" -- "$EXE" "$M/model.onnx" --threads 0
 expect 0 "help" "Usage: ipu-exec" -- "$EXE" --help
 expect 0 "list-ops" "^Conv " -- "$EXE" --list-ops
@@ -54,7 +79,36 @@ if grep '^| [A-Z]' "$top_srcdir/docs/ops.md" | diff - "$W/ops" >/dev/null; then 
 else echo "FAIL: docs/ops.md differs from --list-ops (run scripts/gen-ops-doc.sh)"; fails=$((fails + 1)); fi
 if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-    expect 0 "mpirun -np 1" "output 0 'y' float\[3,4\]: ok" -- timeout 60 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check
+    mpi() { timeout 120 "${MPIRUN:-mpirun}" "$@"; }
+    expect 0 "mpirun -np 1" "output 0 'y' float\[3,4\]: ok" -- mpi -np 1 "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check
+    # usage errors come before MPI_Init: rank 0 alone prints them, in one piece
+    for u in "--replicas 0|--replicas 0: expected a positive integer" \
+             "--ipus-per-rank 0|--ipus-per-rank 0: expected an integer from 1 to 64" \
+             "--check|--check needs --inputs DIR holding the reference output_N.pb, or the ONNX test-data layout (a test_data_set_0/ directory next to the model); there is no $F/test_data_set_0"; do
+        opt=${u%%|*} line="ipu-exec: ${u#*|}; see ipu-exec --help"
+        # shellcheck disable=SC2086
+        mpi -np 3 "$EXE" "$F/model.onnx" $opt >"$W/out" 2>"$W/err"; rc=$?
+        n=$(grep -cxF -- "$line" "$W/out" "$W/err" | awk -F: '{s += $NF} END {print s}')
+        others=$(grep -c "ipu-exec" "$W/out" "$W/err" | awk -F: '{s += $NF} END {print s}')
+        if [ "$rc" -eq 2 ] && [ "$n" -eq 1 ] && [ "$others" -eq 1 ]; then ok "mpirun -np 3 $opt: usage error once, unbroken"
+        else fail "mpirun -np 3 $opt: exit $rc, the line $n times, $others lines naming ipu-exec"; cat "$W/out" "$W/err"; fi
+    done
+    # --check's default inputs through the pipeline, said once
+    expect 0 "mpirun -np 2 --check finds test_data_set_0" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$M/model.onnx" --check
+    [ "$(grep -c "^inputs: $M/test_data_set_0\$" "$W/out")" -eq 1 ] && ok "inputs line once" || fail "inputs line: $(cat "$W/out")"
+    expect 2 "mpirun -np 2 --micro-batch 2 on a fixed batch" "input 'x' float\[1,8\] has a fixed batch dimension of 1" -- mpi -np 2 "$EXE" "$F/model.onnx" --micro-batch 2 --batches 2
+    [ "$(grep -c "fixed batch dimension" "$W/out" "$W/err" | awk -F: '{s += $NF} END {print s}')" -eq 1 ] && ok "said once, not per rank" ||
+        fail "fixed batch error repeated: $(cat "$W/err")"
+    # --replicas 2 without --batches: one micro-batch per replica, the same
+    # outputs as one rank running those 2 micro-batches
+    expect 0 "mpirun -np 2 --replicas 2 without --batches" "^pipeline: 2 ranks = 2 replicas x 1 rank, 1 stage, 2 micro-batches of 1\$" -- mpi -np 2 "$EXE" "$M/model.onnx" --replicas 2 --output-dir "$W/rep"
+    "$EXE" "$M/model.onnx" --batches 2 --output-dir "$W/rep1" >/dev/null 2>&1
+    [ -f "$W/rep/test_data_set_1/output_0.pb" ] && diff -r "$W/rep1" "$W/rep" >/dev/null && ok "--replicas 2 ran micro-batches 0 and 1 as one rank does" ||
+        fail "--replicas 2 outputs differ from one rank's 2 micro-batches"
+    expect 2 "explicit --batches 1 for 2 replicas stays an error" "1 micro-batch.* for 2 replicas" -- mpi -np 2 "$EXE" "$M/model.onnx" --replicas 2 --batches 1
+    # the annotated model under mpirun -np 2 uses its stages: no note
+    expect 0 "annotated model on 2 ranks" "manual partition: 2 stages" -- mpi -np 2 "$EXE" "$W/ann2.onnx"
+    grep -q "note:" "$W/err" && fail "a note on 2 ranks: $(cat "$W/err")" || ok "no note on 2 ranks"
 fi
 echo "cli: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -4,7 +4,9 @@
 # model it writes (annotated with __ipu_number/__pipeline_stage as PopART
 # does) runs with the same plan; a partly annotated or backwards-flowing
 # model and a rank count that does not divide are errors naming the
-# problem, before any work; a model that does not fit says what to change.
+# problem, before any work; a model that does not fit says what to change;
+# the annotated model on one rank runs whole with a note; --micro-batch on
+# gpt2_tiny's fixed batch is an error said once.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
@@ -32,6 +34,16 @@ run_mpi 3 "$W/annotated.onnx" --batches 4 --output-dir "$W/ann"; rc=$?
 expect 0 "manual partition: 3 stages" "annotated model runs on 3 ranks"
 "$EXE" "$W/m.onnx" --batches 4 --output-dir "$W/one" >/dev/null 2>&1
 diff -r "$W/one" "$W/ann" >/dev/null && ok "annotated run equals one rank" || fail "annotated run differs"
+# on a single rank the annotated model runs whole, and one line says so
+OUT=$("$EXE" "$W/annotated.onnx" --batches 4 --output-dir "$W/ann1" 2>&1 >/dev/null); rc=$?
+expect 0 "^ipu-exec: note: $W/annotated.onnx: its 3-stage pipeline annotations .*not used on a single rank.*mpirun -np 3" \
+    "annotated model on one rank: a note"
+[ "$(echo "$OUT" | wc -l)" -eq 1 ] && ok "the note is one line" || fail "note: $OUT"
+diff -r "$W/one" "$W/ann1" >/dev/null && ok "annotated model on one rank equals the plain one" || fail "annotated single-rank run differs"
+# gpt2_tiny's input_ids is int64[1,32]: --micro-batch 2 is an error, said once
+run_mpi 3 "$M" --batches 3 --micro-batch 2; rc=$?
+expect 2 "--micro-batch 2: .*input 'input_ids' int64\[1,32\] has a fixed batch dimension of 1" "--micro-batch on a fixed batch through the pipeline"
+[ "$(echo "$OUT" | grep -c 'ipu-exec')" -eq 1 ] && ok "said once, not per rank" || fail "error repeated: $OUT"
 # --measure: the costs a pipelined run uses (timed kernels, fused activations)
 OUT=$("$EXE" plan "$W/m.onnx" --stages 3 --measure --write "$W/measured.onnx" 2>&1); rc=$?
 expect 0 "measured costs" "plan --measure times the nodes"
