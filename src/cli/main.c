@@ -388,7 +388,7 @@ int main(int argc, char **argv)
             /* A lost peer: give the launcher a moment to notice the lost host
              * itself and end the job (mpirun stops handling a lost host once
              * a rank has exited, and would wait for it) */
-            int grace = st == IPU_ERR_TRANSPORT || st == IPU_ERR_TIMED_OUT ? cli_abort_grace_s() : 0;
+            int grace = st == IPU_ERR_TRANSPORT ? cli_abort_grace_s() : 0; /* a timeout waited already */
             usleep(500 * 1000 + (useconds_t)grace * 1000000u);
             _exit(code);
         }
