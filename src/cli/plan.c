@@ -100,7 +100,10 @@ int cli_plan_main(int argc, char **argv)
     ipu_partition_t pt = {0};
     int64_t *vals = NULL;
     double *node_ms = NULL;
-    ipu_status_t st = ipu_model_load(model, &g);
+    /* weights stay in the file (a plan needs their sizes, not their
+     * values; folding reads the few it needs): plan reads the model's
+     * structure only, as a pipeline rank does before its plan */
+    ipu_status_t st = ipu_model_load_deferred(model, &g);
     if (st == IPU_OK && (st = ipu_graph_bind_ops(g, ipu_op_lookup)) != IPU_OK)
         st = ipu_error_prefix(st, model);
     if (st == IPU_OK)

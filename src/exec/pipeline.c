@@ -715,8 +715,9 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     pp.S = pp.P * pp.K;
     pp.replica = pp.rank / pp.P;
     if (p->micro_batches < pp.R)
-        return ipu_error(IPU_ERR_INVALID_ARG, "%d micro-batches for %d replicas: give at least one "
-                         "per replica (--batches)", p->micro_batches, pp.R);
+        return ipu_error(IPU_ERR_INVALID_ARG, "%d micro-batch%s for %d replicas: give at least one "
+                         "per replica (--batches)", p->micro_batches, p->micro_batches == 1 ? "" : "es",
+                         pp.R);
     pp.ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
     if (pp.ins == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
