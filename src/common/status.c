@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
@@ -26,18 +27,33 @@ const char *ipu_status_string(ipu_status_t status)
 
 ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
 {
+    /* format aside first: an argument may be ipu_error_message() itself
+     * (prefixing the last message), and vsnprintf into the buffer it reads
+     * from wrote the prefix over the message's start ("rank 2, stage 2:
+     * rank 2, stage 2: needs ...") */
+    char msg[sizeof(last_error)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof(msg));
     return status;
 }
 
 ipu_status_t ipu_error_prefix(ipu_status_t status, const char *prefix)
 {
-    char msg[sizeof(last_error)];
-    snprintf(msg, sizeof(msg), "%s", last_error);
-    return ipu_error(status, "%s: %s", prefix, msg);
+    return ipu_error(status, "%s: %s", prefix, last_error);
+}
+
+const char *ipu_bytes_str(unsigned long long bytes, char *buf)
+{
+    if (bytes >= (1ull << 20))
+        snprintf(buf, IPU_BYTES_STR_LEN, "%.1f MiB", (double)bytes / (1 << 20));
+    else if (bytes >= 1024)
+        snprintf(buf, IPU_BYTES_STR_LEN, "%.1f KiB", (double)bytes / 1024);
+    else
+        snprintf(buf, IPU_BYTES_STR_LEN, "%llu B", bytes);
+    return buf;
 }
 
 const char *ipu_error_message(void)

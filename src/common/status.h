@@ -25,13 +25,19 @@ const char *ipu_status_string(ipu_status_t status);
 /* Record the message describing the error just detected and return status.
  * The message is kept per thread until the next call; it is written once,
  * where the error is detected, and printed once, by the command line tool.
- * Usage: return ipu_error(IPU_ERR_IO, "%s: %s", path, strerror(errno)); */
+ * Usage: return ipu_error(IPU_ERR_IO, "%s: %s", path, strerror(errno));
+ * An argument may be ipu_error_message() (to put context before it). */
 ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Put "prefix: " before the message recorded last (naming the file an error
  * came from where the code that found it did not know it); returns status. */
 ipu_status_t ipu_error_prefix(ipu_status_t status, const char *prefix);
+
+/* bytes for a message, readable at any size: "40.6 MiB", "1.0 KiB", "100 B";
+ * writes buf (IPU_BYTES_STR_LEN chars suffice) and returns it. */
+#define IPU_BYTES_STR_LEN 32
+const char *ipu_bytes_str(unsigned long long bytes, char *buf);
 
 /* The last message recorded by ipu_error() in this thread ("" if none). */
 const char *ipu_error_message(void);

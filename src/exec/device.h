@@ -31,8 +31,9 @@ void ipu_device_close(ipu_device_t *dev);
 
 /* Make the device run stage (borrowed; must outlive the device or the next
  * load): allocates its arena and scratch and accounts its weights. Errors:
- * IPU_ERR_NO_MEMORY when weights + arena + scratch exceed the capacity (the
- * message gives each part and the capacity). */
+ * IPU_ERR_NO_MEMORY when ipu_stage_mem(stage) (weights + arena + scratch, the
+ * partitioner's measure too) exceeds the capacity (the message gives each
+ * part and the capacity). */
 ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage);
 
 /* Bytes in use (weights + arena + scratch of the loaded stage) and capacity. */

@@ -109,26 +109,24 @@ static void *alloc64(size_t n)
     return aligned_alloc(64, padded ? padded : 64);
 }
 
-#define MIB(x) ((double)(x) / (1 << 20))
-
 ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
 {
-    size_t need = stage->weight_bytes + stage->plan.arena_bytes + stage->scratch_bytes;
-    if (need > dev->params.capacity)
-        return ipu_error(IPU_ERR_NO_MEMORY,
-                         "IPU %d: the stage needs %.1f MiB (weights %.1f + activations %.1f + "
-                         "scratch %.1f) but the IPU has %.1f MiB; raise --ipu-memory or split "
-                         "the model over more IPUs",
-                         dev->params.index, MIB(need), MIB(stage->weight_bytes),
-                         MIB(stage->plan.arena_bytes), MIB(stage->scratch_bytes),
-                         MIB(dev->params.capacity));
+    ipu_stage_mem_t m = ipu_stage_mem(stage);
+    size_t need = m.total;
+    if (need > dev->params.capacity) {
+        char msg[256];
+        ipu_stage_mem_str(&m, dev->params.capacity, msg, sizeof(msg));
+        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: the stage %s; raise --ipu-memory or split the "
+                         "model over more IPUs", dev->params.index, msg);
+    }
     uint8_t *arena = alloc64(stage->plan.arena_bytes);
     void *scratch = stage->scratch_bytes ? alloc64(stage->scratch_bytes) : NULL;
     if (arena == NULL || (stage->scratch_bytes && scratch == NULL)) {
         free(arena);
         free(scratch);
-        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: cannot allocate %.1f MiB of host memory",
-                         dev->params.index, MIB(need));
+        char b[IPU_BYTES_STR_LEN];
+        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: cannot allocate %s of host memory",
+                         dev->params.index, ipu_bytes_str(need, b));
     }
     /* touch the arena now so the first run is not slower than the rest */
     memset(arena, 0, stage->plan.arena_bytes);

@@ -1,5 +1,6 @@
 #include "exec/stage.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +18,34 @@ ipu_status_t ipu_stage_profile(ipu_stage_t *s)
     free(s->node_ms);
     s->node_ms = calloc((size_t)s->n_nodes + 1, sizeof(double));
     return s->node_ms ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+}
+
+size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    return !n->folded && n->op && n->op->scratch ? n->op->scratch(g, n) : 0;
+}
+
+ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s)
+{
+    ipu_stage_mem_t m = {.weights = s->weight_bytes, .activations = s->plan.arena_bytes,
+                         .scratch = s->scratch_bytes};
+    m.total = m.weights + m.activations + m.scratch;
+    return m;
+}
+
+void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, size_t len)
+{
+    char t[IPU_BYTES_STR_LEN], w[IPU_BYTES_STR_LEN], a[IPU_BYTES_STR_LEN], sc[IPU_BYTES_STR_LEN],
+        c[IPU_BYTES_STR_LEN];
+    ipu_bytes_str(m->total, t);
+    ipu_bytes_str(capacity, c);
+    if (strcmp(t, c) == 0) { /* "needs 40.0 MiB but an IPU has 40.0 MiB": say by how much */
+        snprintf(t, sizeof(t), "%zu B", m->total);
+        snprintf(c, sizeof(c), "%zu B", capacity);
+    }
+    snprintf(buf, len, "needs %s (weights %s + activations %s + scratch %s) but an IPU has %s", t,
+             ipu_bytes_str(m->weights, w), ipu_bytes_str(m->activations, a),
+             ipu_bytes_str(m->scratch, sc), c);
 }
 
 ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
@@ -44,11 +73,9 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         if (nd->folded)
             continue;
         s.nodes[s.n_nodes++] = nodes[i];
-        if (nd->op->scratch) {
-            size_t b = nd->op->scratch(g, nd);
-            if (b > s.scratch_bytes)
-                s.scratch_bytes = b;
-        }
+        size_t b = ipu_node_scratch(g, nd);
+        if (b > s.scratch_bytes)
+            s.scratch_bytes = b;
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
             if (v >= 0 && g->values[v].data && !seen[v]) {

@@ -17,7 +17,7 @@ typedef struct ipu_stage {
     int *outputs;           /* values read from outside after a run */
     int n_outputs;
     ipu_buffer_plan_t plan;
-    size_t scratch_bytes;   /* largest op->scratch() of its nodes */
+    size_t scratch_bytes;   /* largest ipu_node_scratch() of its nodes */
     size_t weight_bytes;    /* bytes of the constants its nodes read */
     double *node_ms;        /* per node, accumulated run time if profiling, else NULL */
 } ipu_stage_t;
@@ -31,6 +31,26 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
 void ipu_stage_free(ipu_stage_t *s);
 /* Start accumulating per-node run times in s->node_ms (zeroed). */
 ipu_status_t ipu_stage_profile(ipu_stage_t *s);
+
+/* Scratch bytes node n's kernel needs (its op's scratch()), 0 for none; a
+ * stage holds the largest of its nodes'. */
+size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n);
+
+/* The memory an IPU is charged for a stage: ipu_device_load() checks it
+ * against the capacity, and the partitioner (partition/partition.c) checks
+ * every stage it considers with it, on a stage built as the pipeline builds
+ * it, so a plan that fits passes the device's check. */
+typedef struct ipu_stage_mem {
+    size_t weights;         /* weight_bytes */
+    size_t activations;     /* plan.arena_bytes */
+    size_t scratch;         /* scratch_bytes */
+    size_t total;
+} ipu_stage_mem_t;
+ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s);
+/* "needs 40.6 MiB (weights 36.5 MiB + activations 2.3 MiB + scratch 1.7 MiB)
+ * but an IPU has 40.0 MiB" into buf (exact bytes added where the rounded
+ * sizes would read the same). */
+void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, size_t len);
 
 /* Run the stage's kernels on arena (plan.arena_bytes) with scratch
  * (scratch_bytes); inputs must already be in the arena. threads: for kernels.

@@ -1,5 +1,7 @@
 #include "partition/cost.h"
 
+#include "exec/stage.h"
+
 #include <string.h>
 
 void ipu_cost_params_init(ipu_cost_params_t *p)
@@ -71,6 +73,7 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
             c.flops = f;
             c.bytes_moved = in + out;
             c.out_bytes = (size_t)out;
+            c.scratch_bytes = ipu_node_scratch(g, n);
             double t_compute = f / (rate * 1e6), t_mem = (in + out) / (p->mem_gbps * 1e6);
             c.est_ms = t_compute > t_mem ? t_compute : t_mem;
         }

@@ -1,6 +1,6 @@
-/* Cost model for partitioning: per node, the work (FLOPs), the bytes of the
- * constants it reads (weights), the bytes it writes (activations), and an
- * estimated run time on the cpu IPU. Needs inferred shapes. */
+/* Cost model for partitioning: per node, the work (FLOPs), the bytes it
+ * moves and writes (activations), its kernel's scratch, and an estimated run
+ * time on the cpu IPU. Needs inferred shapes. */
 #ifndef IPU_PARTITION_COST_H
 #define IPU_PARTITION_COST_H
 
@@ -10,6 +10,7 @@ typedef struct ipu_node_cost {
     double flops;          /* floating-point operations (a multiply-add is 2) */
     double bytes_moved;    /* bytes read and written (activations and weights) */
     size_t out_bytes;      /* bytes of its outputs */
+    size_t scratch_bytes;  /* its kernel's scratch: ipu_node_scratch() (exec/stage.h) */
     double est_ms;         /* roofline estimate: max(flops / peak, bytes / bandwidth) */
 } ipu_node_cost_t;
 

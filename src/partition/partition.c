@@ -2,6 +2,9 @@
 
 #include "partition/split.h"
 
+#include "exec/stage.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +24,17 @@ static size_t vbytes(const ipu_value_t *v)
 
 /* Working data over the items (running nodes in topological order). */
 typedef struct {
+    const ipu_graph_t *g;
     int n;
     int *item_node;      /* item -> node index */
     int *node_item;      /* node index -> item, -1 if folded */
     int *val_first, *val_last; /* per value: producer item, last consumer item (-1 none) */
+    int *cons_start, *cons; /* per value: the items reading it (CSR) */
+    unsigned char *graph_out; /* per value: a graph output */
     ipu_node_cost_t *cost;
+    /* for stage_mem(): stamps, the stage's nodes, inputs and outputs */
+    int *iota, *mark, *vmark, tok, *nodes, *ins, *outs;
+    ipu_status_t need_st; /* first failure of range_need() */
 } items_t;
 
 static void items_free(items_t *it)
@@ -34,29 +43,57 @@ static void items_free(items_t *it)
     free(it->node_item);
     free(it->val_first);
     free(it->val_last);
+    free(it->cons_start);
+    free(it->cons);
+    free(it->graph_out);
     free(it->cost);
+    free(it->iota);
+    free(it->mark);
+    free(it->vmark);
+    free(it->nodes);
+    free(it->ins);
+    free(it->outs);
 }
 
 static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_t *pp, items_t *it)
 {
+    size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+    int n_reads = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n_reads += g->nodes[i].n_inputs;
     memset(it, 0, sizeof(*it));
-    it->item_node = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
-    it->node_item = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
-    it->val_first = malloc(((size_t)g->n_values + 1) * sizeof(int));
-    it->val_last = malloc(((size_t)g->n_values + 1) * sizeof(int));
-    it->cost = calloc((size_t)g->n_nodes + 1, sizeof(ipu_node_cost_t));
-    if (!it->item_node || !it->node_item || !it->val_first || !it->val_last || !it->cost)
+    it->g = g;
+    it->item_node = malloc(nn * sizeof(int));
+    it->node_item = malloc(nn * sizeof(int));
+    it->val_first = malloc(nv * sizeof(int));
+    it->val_last = malloc(nv * sizeof(int));
+    it->cons_start = calloc(nv + 1, sizeof(int));
+    it->cons = malloc(((size_t)n_reads + 1) * sizeof(int));
+    it->graph_out = calloc(nv, 1);
+    it->cost = calloc(nn, sizeof(ipu_node_cost_t));
+    it->iota = malloc(nn * sizeof(int));
+    it->mark = calloc(nn, sizeof(int));
+    it->vmark = calloc(nv, sizeof(int));
+    it->nodes = malloc(nn * sizeof(int));
+    it->ins = malloc(nv * sizeof(int));
+    it->outs = malloc((nv + (size_t)g->n_outputs) * sizeof(int));
+    if (!it->item_node || !it->node_item || !it->val_first || !it->val_last || !it->cons_start ||
+        !it->cons || !it->graph_out || !it->cost || !it->iota || !it->mark || !it->vmark ||
+        !it->nodes || !it->ins || !it->outs)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
     for (int i = 0; i < g->n_nodes; i++) {
         int nd = g->order[i];
         it->node_item[nd] = -1;
         if (!g->nodes[nd].folded) {
+            it->iota[it->n] = it->n;
             it->node_item[nd] = it->n;
             it->item_node[it->n++] = nd;
         }
     }
     for (int v = 0; v < g->n_values; v++)
         it->val_first[v] = it->val_last[v] = -1;
+    for (int k = 0; k < g->n_outputs; k++)
+        it->graph_out[g->outputs[k]] = 1;
     for (int i = 0; i < it->n; i++) {
         const ipu_node_t *nd = &g->nodes[it->item_node[i]];
         for (int k = 0; k < nd->n_outputs; k++)
@@ -64,10 +101,23 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
                 it->val_first[nd->outputs[k]] = i;
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
+            if (v >= 0)
+                it->cons_start[v + 1]++;
             if (v >= 0 && g->values[v].data == NULL && i > it->val_last[v])
                 it->val_last[v] = i;
         }
     }
+    for (int v = 0; v < g->n_values; v++)
+        it->cons_start[v + 1] += it->cons_start[v];
+    for (int i = 0; i < it->n; i++) { /* fill, then shift the starts back */
+        const ipu_node_t *nd = &g->nodes[it->item_node[i]];
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] >= 0)
+                it->cons[it->cons_start[nd->inputs[k]]++] = i;
+    }
+    for (int v = g->n_values; v > 0; v--)
+        it->cons_start[v] = it->cons_start[v - 1];
+    it->cons_start[0] = 0;
     ipu_status_t st = ipu_cost_nodes(g, &pp->cost, it->cost);
     for (int i = 0; st == IPU_OK && pp->node_ms && i < g->n_nodes; i++)
         if (pp->node_ms[i] >= 0)
@@ -75,12 +125,93 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
     return st;
 }
 
+#define IS_ACT(g, v) ((v) >= 0 && (g)->values[v].data == NULL)
+
+/* What the IPU of the stage made of items list[0..n) (in order) is charged:
+ * the stage is built as exec/pipeline.c builds it (its nodes; fed with the
+ * activations they read from outside; keeping those other stages read and
+ * the graph outputs it produces, and, in stage 0, the graph inputs that are
+ * outputs) and measured by ipu_stage_mem(), as ipu_device_load() does. */
+static ipu_status_t stage_mem(items_t *it, const int *list, int n, int first_stage, ipu_stage_mem_t *m)
+{
+    const ipu_graph_t *g = it->g;
+    int tok = ++it->tok, n_ins = 0, n_outs = 0;
+    for (int k = 0; k < n; k++)
+        it->mark[list[k]] = tok;
+    for (int k = 0; k < n; k++) {
+        const ipu_node_t *nd = &g->nodes[it->item_node[list[k]]];
+        it->nodes[k] = it->item_node[list[k]];
+        for (int j = 0; j < nd->n_inputs; j++) {
+            int v = nd->inputs[j];
+            if (IS_ACT(g, v) && it->vmark[v] != tok &&
+                (it->val_first[v] < 0 || it->mark[it->val_first[v]] != tok)) {
+                it->vmark[v] = tok;
+                it->ins[n_ins++] = v;
+            }
+        }
+        for (int j = 0; j < nd->n_outputs; j++) {
+            int v = nd->outputs[j], out = 0;
+            if (!IS_ACT(g, v) || it->vmark[v] == tok)
+                continue;
+            out = it->graph_out[v];
+            for (int c = it->cons_start[v]; c < it->cons_start[v + 1] && !out; c++)
+                out = it->mark[it->cons[c]] != tok;
+            if (out) {
+                it->vmark[v] = tok;
+                it->outs[n_outs++] = v;
+            }
+        }
+    }
+    for (int k = 0; first_stage && k < g->n_outputs; k++)
+        if (g->values[g->outputs[k]].producer < 0)
+            it->outs[n_outs++] = g->outputs[k];
+    ipu_stage_t st;
+    ipu_status_t rc = ipu_stage_build(g, it->nodes, n, it->ins, n_ins, it->outs, n_outs, &st);
+    if (rc == IPU_OK) {
+        *m = ipu_stage_mem(&st);
+        ipu_stage_free(&st);
+    }
+    return rc;
+}
+
+/* The split's need(): stage_mem() of items [a, b). */
+static size_t range_need(void *arg, int a, int b)
+{
+    items_t *it = arg;
+    ipu_stage_mem_t m;
+    ipu_status_t st = stage_mem(it, it->iota + a, b - a, a == 0, &m);
+    if (st != IPU_OK && it->need_st == IPU_OK)
+        it->need_st = st;
+    return st == IPU_OK ? m.total : SIZE_MAX;
+}
+
+/* A lower bound of the arena of any stage running item i: its activation
+ * outputs and its largest activation input are live together while it runs,
+ * in distinct buffers unless the node may alias its input (then its largest
+ * activation alone). Buffers are 64-byte rounded, as exec/plan.c places them. */
+static size_t item_act_floor(const ipu_graph_t *g, const ipu_node_t *nd)
+{
+    size_t outs = 0, in_max = 0;
+    for (int k = 0; k < nd->n_inputs; k++)
+        if (IS_ACT(g, nd->inputs[k])) {
+            size_t b = (vbytes(&g->values[nd->inputs[k]]) + 63) / 64 * 64;
+            in_max = b > in_max ? b : in_max;
+        }
+    for (int k = 0; k < nd->n_outputs; k++)
+        if (IS_ACT(g, nd->outputs[k])) {
+            size_t b = (vbytes(&g->values[nd->outputs[k]]) + 63) / 64 * 64;
+            outs = (nd->op->flags & IPU_OP_ALIAS_INPUT0) ? (b > outs ? b : outs) : outs + b;
+        }
+    if (nd->op->flags & IPU_OP_ALIAS_INPUT0)
+        return outs > in_max ? outs : in_max;
+    return outs + in_max;
+}
+
 /* Fill the per-stage figures for a node -> stage assignment. */
-static void stage_figures(const ipu_graph_t *g, const items_t *it, const ipu_partition_params_t *p,
-                          ipu_partition_t *pt)
+static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_partition_params_t *p,
+                                  ipu_partition_t *pt)
 {
     int S = pt->n_stages;
-    unsigned char *seen = calloc((size_t)g->n_values + 1, 1);
     for (int s = 0; s < S; s++) {
         ipu_stage_info_t *si = &pt->stages[s];
         memset(si, 0, sizeof(*si));
@@ -89,21 +220,10 @@ static void stage_figures(const ipu_graph_t *g, const items_t *it, const ipu_par
     }
     for (int i = 0; i < it->n; i++) {
         int nd = it->item_node[i], s = pt->node_stage[nd];
-        const ipu_node_t *n = &g->nodes[nd];
         ipu_stage_info_t *si = &pt->stages[s];
         si->n_nodes++;
         si->gflop += it->cost[nd].flops / 1e9;
         si->est_ms += it->cost[nd].est_ms;
-        for (int k = 0; k < n->n_inputs; k++) {
-            int v = n->inputs[k];
-            if (v < 0)
-                continue;
-            const ipu_value_t *val = &g->values[v];
-            if (val->data && seen && seen[v] != (unsigned char)(s + 1)) {
-                seen[v] = (unsigned char)(s + 1); /* stages are visited in order */
-                si->weight_bytes += vbytes(val);
-            }
-        }
     }
     /* boundary bytes: each value crossing from its producer's stage to a
      * later stage is sent once per consuming stage */
@@ -124,18 +244,25 @@ static void stage_figures(const ipu_graph_t *g, const items_t *it, const ipu_par
                 }
         }
     }
-    /* peak activations: values live at an item of the stage, by liveness */
-    for (int i = 0; i < it->n; i++) {
-        int s = pt->node_stage[it->item_node[i]];
-        size_t live = 0;
-        for (int v = 0; v < g->n_values; v++) {
-            int first = it->val_first[v] < 0 ? 0 : it->val_first[v];
-            if (it->val_last[v] >= i && first <= i && g->values[v].data == NULL)
-                live += vbytes(&g->values[v]);
+    /* memory: each stage built and measured as its IPU will charge it */
+    int *list = malloc(((size_t)it->n + 1) * sizeof(int));
+    if (list == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
+    ipu_status_t st = IPU_OK;
+    for (int s = 0; s < S && st == IPU_OK; s++) {
+        int n = 0;
+        for (int i = 0; i < it->n; i++)
+            if (pt->node_stage[it->item_node[i]] == s)
+                list[n++] = i;
+        ipu_stage_mem_t m;
+        if ((st = stage_mem(it, list, n, s == 0, &m)) == IPU_OK) {
+            pt->stages[s].weight_bytes = m.weights;
+            pt->stages[s].act_bytes = m.activations;
+            pt->stages[s].scratch_bytes = m.scratch;
+            pt->stages[s].need_bytes = m.total;
         }
-        if (live > pt->stages[s].act_bytes)
-            pt->stages[s].act_bytes = live;
     }
+    free(list);
     double sum = 0;
     pt->bottleneck_ms = 0;
     for (int s = 0; s < S; s++) {
@@ -147,7 +274,7 @@ static void stage_figures(const ipu_graph_t *g, const items_t *it, const ipu_par
             pt->bottleneck_ms = si->est_ms;
     }
     pt->imbalance = sum > 0 ? pt->bottleneck_ms / (sum / S) : 1;
-    free(seen);
+    return st;
 }
 
 static int attr_placement(const ipu_node_t *n, int64_t *out)
@@ -218,18 +345,60 @@ static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partitio
     return IPU_OK;
 }
 
-static ipu_status_t automatic(const ipu_graph_t *g, const items_t *it, const ipu_partition_params_t *p,
+/* No split fits: find the smallest capacity that one would, by bisection
+ * (fitting only grows with the capacity; every range fits under its weights
+ * + scratch + all its activations), and name the stage it is set by. */
+static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const ipu_partition_params_t *p)
+{
+    ipu_split_problem_t q = *prob;
+    size_t lo = prob->capacity, hi = 0, scratch = 0;
+    for (int v = 0; v < q.n_consts; v++)
+        hi += q.const_bytes[v] + q.act_bytes[v];
+    for (int i = 0; i < q.n; i++)
+        scratch = q.scratch_bytes[i] > scratch ? q.scratch_bytes[i] : scratch;
+    hi += scratch;
+    ipu_split_t sp = {0};
+    while (hi - lo > 1 && it->need_st == IPU_OK) {
+        q.capacity = lo + (hi - lo) / 2;
+        if (ipu_split_solve(&q, &sp) == IPU_OK)
+            hi = q.capacity;
+        else
+            lo = q.capacity;
+        ipu_split_free(&sp);
+    }
+    q.capacity = hi;
+    ipu_status_t st = it->need_st == IPU_OK ? ipu_split_solve(&q, &sp) : it->need_st;
+    if (st != IPU_OK)
+        return st;
+    int worst = 0;
+    for (int s = 1; s < sp.stages; s++)
+        if (sp.stage_mem[s] > sp.stage_mem[worst])
+            worst = s;
+    ipu_stage_mem_t m = {0};
+    st = stage_mem(it, it->iota + sp.start[worst], sp.start[worst + 1] - sp.start[worst], worst == 0, &m);
+    ipu_split_free(&sp);
+    if (st != IPU_OK)
+        return st;
+    char msg[256];
+    ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
+    return ipu_error(IPU_ERR_NO_MEMORY, "the model does not fit %d IPU%s in any split: at best, stage %d "
+                     "%s; use more ranks or stages, --ipus-per-rank, or --ipu-memory %zuK or more",
+                     p->stages, p->stages > 1 ? "s" : "", worst, msg, (hi + 1023) / 1024);
+}
+
+static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_partition_params_t *p,
                               ipu_partition_t *pt)
 {
     int n = it->n;
     ipu_status_t st = IPU_OK;
     double *ms = calloc((size_t)n + 1, sizeof(double)), *cut = calloc((size_t)n + 2, sizeof(double));
     size_t *live = calloc((size_t)n + 1, sizeof(size_t)), *cbytes = calloc((size_t)g->n_values + 1, sizeof(size_t));
+    size_t *scratch = calloc((size_t)n + 1, sizeof(size_t)), *abytes = calloc((size_t)g->n_values + 1, sizeof(size_t));
     double *cross = calloc((size_t)n + 2, sizeof(double));
-    long long *dlive = calloc((size_t)n + 2, sizeof(long long));
     int *cstart = calloc((size_t)n + 2, sizeof(int)), *cids = NULL;
+    int *astart = calloc((size_t)n + 2, sizeof(int)), *aids = NULL;
     ipu_split_t sp = {0};
-    if (!ms || !cut || !live || !cbytes || !cross || !dlive || !cstart) {
+    if (!ms || !cut || !live || !cbytes || !scratch || !abytes || !cross || !cstart || !astart) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
         goto out;
     }
@@ -237,76 +406,69 @@ static ipu_status_t automatic(const ipu_graph_t *g, const items_t *it, const ipu
     for (int i = 0; i < n; i++) {
         const ipu_node_t *nd = &g->nodes[it->item_node[i]];
         ms[i] = it->cost[it->item_node[i]].est_ms;
-        total_in += nd->n_inputs;
+        scratch[i] = it->cost[it->item_node[i]].scratch_bytes;
+        live[i] = item_act_floor(g, nd);
+        total_in += nd->n_inputs + nd->n_outputs;
     }
     cids = malloc(((size_t)total_in + 1) * sizeof(int));
-    if (cids == NULL) {
+    aids = malloc(((size_t)total_in + 1) * sizeof(int));
+    if (cids == NULL || aids == NULL) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
         goto out;
     }
-    for (int i = 0, k = 0; i < n; i++) {
+    /* per item, the constants it reads and the activations it touches (an
+     * upper bound of a stage's arena is the sum of its activations' buffers) */
+    for (int i = 0, k = 0, ka = 0; i < n; i++) {
         const ipu_node_t *nd = &g->nodes[it->item_node[i]];
         cstart[i] = k;
-        for (int j = 0; j < nd->n_inputs; j++) {
-            int v = nd->inputs[j];
-            if (v >= 0 && g->values[v].data) {
+        astart[i] = ka;
+        for (int j = 0; j < nd->n_inputs + nd->n_outputs; j++) {
+            int v = j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs];
+            if (v >= 0 && g->values[v].data && j < nd->n_inputs) {
                 cids[k++] = v;
                 cbytes[v] = vbytes(&g->values[v]);
+            } else if (IS_ACT(g, v)) {
+                aids[ka++] = v;
+                abytes[v] = (vbytes(&g->values[v]) + 63) / 64 * 64;
             }
         }
         cstart[i + 1] = k;
+        astart[i + 1] = ka;
     }
-    /* values crossing a cut before item i: produced before i, read at >= i */
+    /* values crossing a cut before item i: produced before i, read at >= i
+     * (graph inputs are read by each stage itself) */
     for (int v = 0; v < g->n_values; v++) {
-        if (g->values[v].data || it->val_last[v] < 0)
-            continue;
         int first = it->val_first[v];
+        if (g->values[v].data || it->val_last[v] < 0 || first < 0)
+            continue;
         double b = (double)vbytes(&g->values[v]);
-        dlive[first < 0 ? 0 : first] += (long long)b;
-        dlive[it->val_last[v] + 1] -= (long long)b;
-        if (first >= 0) { /* graph inputs are read by each stage itself */
-            cross[first + 1] += b;
-            cross[it->val_last[v] + 1] -= b;
-        }
+        cross[first + 1] += b;
+        cross[it->val_last[v] + 1] -= b;
     }
-    long long acc = 0;
     double cacc = 0;
     for (int i = 0; i <= n; i++) {
-        acc += dlive[i];
         cacc += cross[i];
-        if (i < n)
-            live[i] = (size_t)(acc > 0 ? acc : 0);
         cut[i] = i == 0 || i == n ? 0 : ipu_cost_transfer_ms(&p->cost, cacc);
     }
+    /* memory: weights + live + scratch bound each range from below, weights
+     * + scratch + all its activations from above; in between, whether it
+     * fits is what the IPU will be charged (range_need) */
     ipu_split_problem_t prob = {.n = n, .stages = p->stages, .ms = ms, .cut_ms = cut, .live_bytes = live,
                                 .const_start = cstart, .const_ids = cids, .const_bytes = cbytes,
-                                .n_consts = g->n_values, .capacity = p->ipu_memory};
+                                .n_consts = g->n_values, .capacity = p->ipu_memory,
+                                .scratch_bytes = scratch, .need = range_need, .need_arg = it,
+                                .act_start = astart, .act_ids = aids, .act_bytes = abytes,
+                                .n_acts = g->n_values};
     if (p->stages > n) {
         st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d nodes into %d stages; use at most %d",
                        n, p->stages, n);
         goto out;
     }
     st = ipu_split_solve(&prob, &sp);
-    if (st == IPU_ERR_NO_MEMORY) {
-        /* what each stage would need if split for time alone */
-        ipu_split_problem_t loose = prob;
-        loose.capacity = 0;
-        ipu_split_t ls;
-        if (ipu_split_solve(&loose, &ls) == IPU_OK) {
-            int worst = 0;
-            for (int s = 1; s < ls.stages; s++)
-                if (ls.stage_mem[s] > ls.stage_mem[worst])
-                    worst = s;
-            size_t total = ipu_split_range_mem(&prob, 0, n);
-            st = ipu_error(IPU_ERR_NO_MEMORY, "the model does not fit %d IPU%s of %.0f MiB: stage %d "
-                           "needs %.1f MiB (the whole model %.1f MiB); use more ranks or stages, "
-                           "--ipus-per-rank, or a larger --ipu-memory", p->stages, p->stages > 1 ? "s" : "",
-                           p->ipu_memory / 1048576.0, worst, ls.stage_mem[worst] / 1048576.0,
-                           total / 1048576.0);
-            ipu_split_free(&ls);
-        }
-        goto out;
-    }
+    if (st == IPU_ERR_NO_MEMORY && it->need_st == IPU_OK)
+        st = no_fit(it, &prob, p);
+    if (it->need_st != IPU_OK)
+        st = ipu_error(it->need_st, "partitioning: %s", ipu_error_message());
     if (st != IPU_OK)
         goto out;
     pt->n_stages = p->stages;
@@ -315,7 +477,8 @@ static ipu_status_t automatic(const ipu_graph_t *g, const items_t *it, const ipu
             pt->node_stage[it->item_node[i]] = s;
 out:
     ipu_split_free(&sp);
-    free(ms); free(cut); free(live); free(cbytes); free(cross); free(dlive); free(cstart); free(cids);
+    free(ms); free(cut); free(live); free(cbytes); free(scratch); free(abytes); free(cross);
+    free(cstart); free(cids); free(astart); free(aids);
     return st;
 }
 
@@ -337,16 +500,16 @@ ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params
     if (st == IPU_OK && (pt.stages = calloc((size_t)pt.n_stages, sizeof(ipu_stage_info_t))) == NULL)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
     if (st == IPU_OK) {
-        stage_figures(g, &it, p, &pt);
-        for (int s = 0; s < pt.n_stages; s++) {
+        st = stage_figures(g, &it, p, &pt);
+        for (int s = 0; st == IPU_OK && s < pt.n_stages; s++) {
             const ipu_stage_info_t *si = &pt.stages[s];
-            if (si->weight_bytes + si->act_bytes > p->ipu_memory) {
-                st = ipu_error(IPU_ERR_NO_MEMORY, "stage %d needs %.1f MiB (weights %.1f + activations "
-                               "%.1f) but an IPU has %.0f MiB; use more stages, --ipus-per-rank, or a "
-                               "larger --ipu-memory", s, (si->weight_bytes + si->act_bytes) / 1048576.0,
-                               si->weight_bytes / 1048576.0, si->act_bytes / 1048576.0,
-                               p->ipu_memory / 1048576.0);
-                break;
+            if (si->need_bytes > p->ipu_memory) { /* a manual placement */
+                ipu_stage_mem_t m = {.weights = si->weight_bytes, .activations = si->act_bytes,
+                                     .scratch = si->scratch_bytes, .total = si->need_bytes};
+                char msg[256];
+                ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
+                st = ipu_error(IPU_ERR_NO_MEMORY, "stage %d %s; use more stages, --ipus-per-rank, or "
+                               "a larger --ipu-memory", s, msg);
             }
         }
     }
@@ -370,13 +533,15 @@ void ipu_partition_free(ipu_partition_t *pt)
 
 void ipu_partition_print(const ipu_partition_t *pt, FILE *f)
 {
-    fprintf(f, "%5s %4s %3s %6s %9s %11s %12s %12s %12s %8s\n", "stage", "rank", "ipu", "nodes",
-            "GFLOP", "weight MiB", "peak act MiB", "in bytes", "out bytes", "est ms");
+    fprintf(f, "%5s %4s %3s %6s %9s %10s %7s %11s %8s %12s %12s %8s\n", "stage", "rank", "ipu",
+            "nodes", "GFLOP", "weight MiB", "act MiB", "scratch MiB", "need MiB", "in bytes",
+            "out bytes", "est ms");
     for (int s = 0; s < pt->n_stages; s++) {
         const ipu_stage_info_t *si = &pt->stages[s];
-        fprintf(f, "%5d %4d %3d %6d %9.3f %11.1f %12.1f %12zu %12zu %8.3f\n", s, si->rank, si->ipu,
-                si->n_nodes, si->gflop, si->weight_bytes / 1048576.0, si->act_bytes / 1048576.0,
-                si->in_bytes, si->out_bytes, si->est_ms);
+        fprintf(f, "%5d %4d %3d %6d %9.3f %10.1f %7.1f %11.2f %8.1f %12zu %12zu %8.3f\n", s, si->rank,
+                si->ipu, si->n_nodes, si->gflop, si->weight_bytes / 1048576.0, si->act_bytes / 1048576.0,
+                si->scratch_bytes / 1048576.0, si->need_bytes / 1048576.0, si->in_bytes, si->out_bytes,
+                si->est_ms);
     }
     fprintf(f, "%s partition: %d stage%s, slowest stage %.3f ms, imbalance %.3f (slowest / mean)\n",
             pt->manual ? "manual" : "auto", pt->n_stages, pt->n_stages > 1 ? "s" : "",

@@ -7,7 +7,10 @@
  * to an earlier one.
  * Auto: the exact min-bottleneck contiguous split of the topological order
  * (partition/split.h) under the IPU memory capacity, with per-node costs
- * from partition/cost.h.
+ * from partition/cost.h. Either way a stage's memory is what its IPU will be
+ * charged at setup (ipu_stage_mem of the stage built as the pipeline builds
+ * it: weights + activation arena + scratch), so a plan that is made passes
+ * the device's check.
  * Stage s of a replica runs on rank s / ipus_per_rank, IPU s % ipus_per_rank. */
 #ifndef IPU_PARTITION_PARTITION_H
 #define IPU_PARTITION_PARTITION_H
@@ -31,8 +34,11 @@ typedef struct ipu_stage_info {
     int rank, ipu;          /* placement within a replica */
     int n_nodes;            /* nodes that run (folded excluded) */
     double gflop;
+    /* memory its IPU is charged (exec/stage.h, ipu_stage_mem: the device's check) */
     size_t weight_bytes;    /* distinct constants read */
-    size_t act_bytes;       /* peak activation bytes live during one of its nodes */
+    size_t act_bytes;       /* its activation arena (exec/plan.h) */
+    size_t scratch_bytes;   /* the largest scratch of one of its nodes */
+    size_t need_bytes;      /* the sum, at most the IPU memory */
     size_t in_bytes;        /* boundary bytes received per micro-batch */
     size_t out_bytes;       /* boundary bytes sent per micro-batch */
     double est_ms;          /* compute + boundary transfers */

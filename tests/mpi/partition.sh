@@ -7,10 +7,13 @@
 # problem, before any work; a model that does not fit says what to change;
 # the annotated model on one rank runs whole with a note; --micro-batch on
 # gpt2_tiny's fixed batch is an error said once.
+# Near the memory boundary (ResNet-18, 3 stages, conv scratch), a plan that
+# fits passes the devices' setup check and one that does not is refused up
+# front, naming the stage and what it needs.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
-need_models 13 gpt2_tiny
+need_models 13 gpt2_tiny resnet18
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 M=$CACHE/op13/gpt2_tiny/model.onnx
@@ -67,5 +70,40 @@ run_mpi 2 "$M" --batches 2 --ipu-memory 1M; rc=$?
 expect 2 "does not fit .* stage .* needs .* MiB.*--ipu-memory" "a model that does not fit says what to change"
 OUT=$("$EXE" plan "$M" --stages 100000 2>&1); rc=$?
 expect 2 "into 100000 stages" "more stages than nodes"
+# Memory boundary: plans count what the devices count (weights + activation
+# arena + scratch). By bisection (64 KiB steps), `plan --measure` (the run's
+# fused graph) splits ResNet-18 into 3 stages from hi KiB, not at lo KiB;
+# whether a split fits does not depend on the measured times.
+R18=$CACHE/op13/resnet18/model.onnx
+fits() { "$EXE" plan "$R18" --stages 3 --measure --ipu-memory "$1K" >/dev/null 2>&1; }
+lo=0 hi=65536
+while [ $((hi - lo)) -gt 64 ]; do
+    mid=$(((lo + hi) / 2 / 64 * 64))
+    if fits $mid; then hi=$mid; else lo=$mid; fi
+done
+OUT=$("$EXE" plan "$R18" --stages 3 --measure --ipu-memory "${lo}K" 2>&1); rc=$?
+expect 2 "stage [0-9] needs [0-9.]* MiB (weights .* + activations .* + scratch [0-9.]* [KM]iB) but an IPU has" \
+    "no split at ${lo} KiB: plan names the stage and what it needs"
+[ "$(echo "$OUT" | wc -l)" -eq 1 ] && ok "in one line" || fail "not one line: $OUT"
+need=$(echo "$OUT" | sed -n 's/.*needs \([0-9.]*\) MiB.*/\1/p')
+has=$(echo "$OUT" | sed -n 's/.*an IPU has \([0-9.]*\) MiB.*/\1/p')
+min=$(echo "$OUT" | sed -n 's/.*--ipu-memory \([0-9]*\)K or more.*/\1/p')
+echo "ResNet-18, 3 stages: fits from ${hi} KiB, not at ${lo} KiB; plan says ${min:-?} KiB at least"
+awk -v n="$need" -v h="$has" -v c="$lo" 'BEGIN { exit !(n > h && h == sprintf("%.1f", c / 1024)) }' &&
+    ok "it needs $need MiB, more than the IPU's $has MiB" || fail "needs '$need', has '$has' at ${lo} KiB"
+if [ -n "$min" ] && [ "$min" -gt "$lo" ] && [ "$min" -le "$hi" ] && fits "$min" && ! fits $((min - 1)); then
+    ok "the least memory it names is the boundary to 1 KiB"
+else fail "named ${min:-nothing} KiB; bisection: $lo < x <= $hi"; min=$hi; fi
+OUT=$("$EXE" plan "$R18" --stages 3 --measure --ipu-memory "${min}K" --write "$W/r18.onnx" 2>&1); rc=$?
+run_mpi 3 "$W/r18.onnx" --ipu-memory "${min}K"; rc=$?
+expect 0 "manual partition: 3 stages" "the plan at ${min} KiB passes the devices' setup"
+for cap in $min $((min + 1024)); do
+    run_mpi 3 "$R18" --ipu-memory "${cap}K"; rc=$?
+    expect 0 "auto partition: 3 stages" "a pipelined run plans and passes setup at ${cap} KiB"
+done
+run_mpi 3 "$R18" --ipu-memory "$((min - 1))K"; rc=$?
+expect 2 "does not fit 3 IPUs in any split: at best, stage [0-9] needs" "a run at $((min - 1)) KiB is refused up front"
+echo "$OUT" | grep -q "failed to set up\|IPU [0-9]*: the stage" && fail "a device was set up: $OUT" ||
+    ok "before any device was set up"
 echo "partition: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -100,12 +100,31 @@ static void test_unsupported_lists_all(void **state)
     ipu_graph_free(g);
 }
 
+/* Context put before the last message, as exec/pipeline.c does with a
+ * device's ("rank 2, stage 2: " once, not twice); sizes in messages. */
+static void test_error_messages(void **state)
+{
+    (void)state;
+    ipu_error(IPU_ERR_NO_MEMORY, "IPU 0: the stage needs 40.6 MiB");
+    ipu_error(IPU_ERR_NO_MEMORY, "rank 2, stage 2: %s", ipu_error_message());
+    assert_string_equal(ipu_error_message(), "rank 2, stage 2: IPU 0: the stage needs 40.6 MiB");
+    assert_int_equal(ipu_error_prefix(IPU_ERR_IO, "m.onnx"), IPU_ERR_IO);
+    assert_string_equal(ipu_error_message(), "m.onnx: rank 2, stage 2: IPU 0: the stage needs 40.6 MiB");
+    char b[IPU_BYTES_STR_LEN];
+    assert_string_equal(ipu_bytes_str(0, b), "0 B");
+    assert_string_equal(ipu_bytes_str(1023, b), "1023 B");
+    assert_string_equal(ipu_bytes_str(1024, b), "1.0 KiB");
+    assert_string_equal(ipu_bytes_str(1536, b), "1.5 KiB");
+    assert_string_equal(ipu_bytes_str(42u << 20, b), "42.0 MiB");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_toposort_reorders), cmocka_unit_test(test_cycle_detected),
         cmocka_unit_test(test_dangling_input),    cmocka_unit_test(test_produced_twice),
         cmocka_unit_test(test_attrs),             cmocka_unit_test(test_unsupported_lists_all),
+        cmocka_unit_test(test_error_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,10 @@
 /* Buffer planner: reuse, aliasing, and a brute-force check that no two
- * simultaneously live buffers overlap on random DAGs. */
+ * simultaneously live buffers overlap on random DAGs. The partitioner
+ * charges a stage what the device will (weights + arena + scratch). */
+#include "exec/device.h"
 #include "exec/plan.h"
 #include "exec/stage.h"
+#include "partition/partition.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,10 +41,18 @@ static ipu_status_t fake_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 static const ipu_op_t op_sum = {"", "FakeSum", 1, 99, 0, fake_infer, NULL, fake_run, NULL};
 static const ipu_op_t op_view = {"", "FakeView", 1, 99, IPU_OP_ALIAS_INPUT0, fake_infer, NULL, fake_run, NULL};
 
+/* FakeSum with the scratch its "scratch" attribute says (bytes) */
+static size_t fake_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    (void)g;
+    return (size_t)ipu_attr_int(n, "scratch", 0);
+}
+static const ipu_op_t op_scratch = {"", "FakeScratch", 1, 99, 0, fake_infer, fake_scratch, fake_run, NULL};
+
 static const ipu_op_t *lookup(const char *d, const char *op, int v)
 {
     (void)d; (void)v;
-    return strcmp(op, "FakeView") == 0 ? &op_view : &op_sum;
+    return strcmp(op, "FakeView") == 0 ? &op_view : strcmp(op, "FakeScratch") == 0 ? &op_scratch : &op_sum;
 }
 
 static ipu_graph_t *prepared(ipu_graph_t *g, int64_t n)
@@ -185,6 +196,78 @@ static void test_random_dags_no_overlap(void **state)
     }
 }
 
+/* A chain x -> y0 -> y1 -> y2 -> y3 (1 KiB each), node i adding a 4 KiB
+ * weight w_i; node 1 needs 8 KiB of scratch. By hand, the stage of nodes
+ * [a, b) holds 4 KiB x (b - a) of weights, an arena of 2 KiB (the chain's
+ * two alternating slots) and 8 KiB of scratch if it runs node 1: the
+ * fastest split into 2 (equal node times), [0, 2) + [2, 4), needs 18 KiB and
+ * 10 KiB; [0, 1) + [1, 4) and [0, 3) + [3, 4) need 22 KiB in their larger
+ * stage. So at 18 KiB the 2 + 2 split is made, and at 18 KiB - 1 no split
+ * fits (counting weights and activations alone, 2 + 2 fitted in 10 KiB and
+ * the device then refused its stage 0); the best needs 18 KiB. */
+static ipu_graph_t *scratch_chain(void)
+{
+    ipu_graph_t *g = ipu_graph_new("scratch");
+    const char *y[] = {"x", "y0", "y1", "y2", "y3"}, *w[] = {"w0", "w1", "w2", "w3"};
+    static float wdata[1024];
+    for (int i = 0; i < 4; i++) {
+        int nd = ipu_graph_add_node(g, "FakeScratch", y[i + 1], 2, (const char *[]){y[i], w[i]}, 1, &y[i + 1]);
+        if (i == 1)
+            ipu_node_add_attr_int(&g->nodes[nd], "scratch", 8192);
+        ipu_value_set_const(&g->values[ipu_graph_find_value(g, w[i])], IPU_DTYPE_FLOAT, 1,
+                            (int64_t[]){1024}, wdata);
+    }
+    ipu_graph_add_input(g, "x");
+    ipu_graph_add_output(g, "y3");
+    return prepared(g, 256);
+}
+
+static void test_partition_counts_scratch(void **state)
+{
+    (void)state;
+    ipu_graph_t *g = scratch_chain();
+    double ms[4] = {1, 1, 1, 1};
+    ipu_partition_params_t pp;
+    ipu_partition_params_init(&pp);
+    pp.stages = 2;
+    pp.node_ms = ms;
+    pp.ipu_memory = 18432;
+    ipu_partition_t pt;
+    assert_int_equal(ipu_partition_make(g, &pp, &pt), IPU_OK);
+    const int want_stage[4] = {0, 0, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pt.node_stage[i], want_stage[i]);
+    const size_t want[2][4] = {{8192, 2048, 8192, 18432}, {8192, 2048, 0, 10240}};
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(pt.stages[s].weight_bytes, want[s][0]);
+        assert_int_equal(pt.stages[s].act_bytes, want[s][1]);
+        assert_int_equal(pt.stages[s].scratch_bytes, want[s][2]);
+        assert_int_equal(pt.stages[s].need_bytes, want[s][3]);
+    }
+    ipu_partition_free(&pt);
+    /* the device agrees: stage 0 (fed x, sending y1) loads at 18 KiB, not 1 byte less */
+    int x = ipu_graph_find_value(g, "x"), y1 = ipu_graph_find_value(g, "y1");
+    ipu_stage_t st;
+    assert_int_equal(ipu_stage_build(g, (int[]){0, 1}, 2, &x, 1, &y1, 1, &st), IPU_OK);
+    for (size_t cap = 18431; cap <= 18432; cap++) {
+        ipu_device_params_t dp = {.index = 0, .capacity = cap, .threads = 1, .core = -1};
+        ipu_device_t *dev;
+        assert_int_equal(ipu_device_open(&dp, &dev), IPU_OK);
+        assert_int_equal(ipu_device_load(dev, &st), cap == 18432 ? IPU_OK : IPU_ERR_NO_MEMORY);
+        ipu_device_close(dev);
+    }
+    ipu_stage_free(&st);
+    /* 1 byte less: no split fits; the message names the stage and its parts */
+    pp.ipu_memory = 18431;
+    assert_int_equal(ipu_partition_make(g, &pp, &pt), IPU_ERR_NO_MEMORY);
+    const char *msg = ipu_error_message();
+    assert_non_null(strstr(msg, "at best, stage 0 needs 18432 B (weights 8.0 KiB + activations 2.0 KiB "
+                                "+ scratch 8.0 KiB) but an IPU has 18431 B"));
+    assert_non_null(strstr(msg, "--ipu-memory 18K or more"));
+    assert_null(strchr(msg, '\n'));
+    ipu_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_alias_shares_and_extends),
         cmocka_unit_test(test_alias_needs_single_output),
         cmocka_unit_test(test_random_dags_no_overlap),
+        cmocka_unit_test(test_partition_counts_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

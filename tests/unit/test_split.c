@@ -1,5 +1,7 @@
 /* The partitioner's exact split against brute force over every contiguous
- * split of small random cost profiles, with and without memory caps. */
+ * split of small random cost profiles, with and without memory caps, with
+ * per-item scratch, and with a need() that adds a random, not monotone,
+ * amount to each range (as a stage's activation arena is). */
 #include "partition/split.h"
 
 #include <setjmp.h>
@@ -13,8 +15,13 @@
 typedef struct {
     int n, nc;
     double ms[NMAX], cut[NMAX + 1];
-    size_t live[NMAX], cbytes[8];
+    size_t live[NMAX], cbytes[8], scratch[NMAX];
     int cstart[NMAX + 1], cids[NMAX * 3];
+    int with_need;                      /* the problem gets need() */
+    size_t extra[NMAX + 1][NMAX + 1];   /* need(a, b) - the lower bound */
+    int with_acts;                      /* and activations: need() <= their upper bound */
+    int astart[NMAX + 1], aids[NMAX * 2];
+    size_t abytes[8];
 } profile_t;
 
 static void random_profile(profile_t *pr)
@@ -27,6 +34,7 @@ static void random_profile(profile_t *pr)
     for (int i = 0; i < pr->n; i++) {
         pr->ms[i] = (rand() % 1000) / 10.0;
         pr->live[i] = (size_t)(rand() % 50);
+        pr->scratch[i] = rand() % 2 ? (size_t)(rand() % 40) : 0;
         pr->cstart[i] = k;
         int m = rand() % 3; /* constants shared between items, as tied weights are */
         for (int j = 0; j < m; j++)
@@ -36,6 +44,29 @@ static void random_profile(profile_t *pr)
     pr->cut[0] = pr->cut[pr->n] = 0;
     for (int i = 1; i < pr->n; i++)
         pr->cut[i] = (rand() % 100) / 10.0;
+    pr->with_need = rand() % 2;
+    for (int a = 0; a <= pr->n; a++)
+        for (int b = 0; b <= pr->n; b++)
+            pr->extra[a][b] = (size_t)(rand() % 60);
+    pr->with_acts = pr->with_need && rand() % 2;
+    for (int c = 0; c < 8; c++)
+        pr->abytes[c] = (size_t)(rand() % 40);
+    for (int i = 0, k = 0; i < pr->n; i++) { /* an item's live bytes are among its activations */
+        pr->astart[i] = k;
+        for (int j = 1 + rand() % 2; j > 0; j--)
+            pr->aids[k++] = rand() % 8;
+        pr->astart[i + 1] = k;
+        if (pr->with_acts)
+            pr->live[i] = (size_t)rand() % (pr->abytes[pr->aids[pr->astart[i]]] + 1);
+    }
+}
+
+static size_t range_mem(const profile_t *pr, int a, int b);
+
+static size_t need(void *arg, int a, int b)
+{
+    const profile_t *pr = arg;
+    return range_mem(pr, a, b);
 }
 
 static ipu_split_problem_t problem(const profile_t *pr, int S, size_t cap)
@@ -43,7 +74,17 @@ static ipu_split_problem_t problem(const profile_t *pr, int S, size_t cap)
     ipu_split_problem_t p = {.n = pr->n, .stages = S, .ms = pr->ms, .cut_ms = pr->cut,
                              .live_bytes = pr->live, .const_start = pr->cstart,
                              .const_ids = pr->cids, .const_bytes = pr->cbytes,
-                             .n_consts = pr->nc, .capacity = cap};
+                             .n_consts = pr->nc, .capacity = cap, .scratch_bytes = pr->scratch};
+    if (pr->with_need) {
+        p.need = need;
+        p.need_arg = (void *)pr;
+    }
+    if (pr->with_acts) {
+        p.act_start = pr->astart;
+        p.act_ids = pr->aids;
+        p.act_bytes = pr->abytes;
+        p.n_acts = 8;
+    }
     return p;
 }
 
@@ -59,16 +100,22 @@ static double range_ms(const profile_t *pr, int a, int b)
 
 static size_t range_mem(const profile_t *pr, int a, int b)
 {
-    int used[8] = {0};
-    size_t w = 0, live = 0;
+    int used[8] = {0}, touched[8] = {0};
+    size_t w = 0, live = 0, scratch = 0, acts = 0;
     for (int i = a; i < b; i++) {
         live = pr->live[i] > live ? pr->live[i] : live;
+        scratch = pr->scratch[i] > scratch ? pr->scratch[i] : scratch;
         for (int k = pr->cstart[i]; k < pr->cstart[i + 1]; k++)
             used[pr->cids[k]] = 1;
+        for (int k = pr->astart[i]; k < pr->astart[i + 1]; k++)
+            touched[pr->aids[k]] = 1;
     }
-    for (int c = 0; c < pr->nc; c++)
-        w += used[c] ? pr->cbytes[c] : 0;
-    return w + live;
+    for (int c = 0; c < 8; c++) {
+        w += c < pr->nc && used[c] ? pr->cbytes[c] : 0;
+        acts += touched[c] ? pr->abytes[c] : 0;
+    }
+    size_t m = w + live + scratch + (pr->with_need ? pr->extra[a][b] : 0);
+    return pr->with_acts && w + scratch + acts < m ? w + scratch + acts : m;
 }
 
 static double brute(const profile_t *pr, int S, size_t cap, int s, int a, double sofar)
@@ -95,7 +142,7 @@ static void test_matches_brute_force(void **state)
 {
     (void)state;
     srand(11);
-    int infeasible = 0, capped = 0;
+    int infeasible = 0, capped = 0, needed = 0, bounded = 0;
     for (int trial = 0; trial < 3000; trial++) {
         profile_t pr;
         random_profile(&pr);
@@ -111,6 +158,8 @@ static void test_matches_brute_force(void **state)
             continue;
         }
         capped += cap != 0;
+        needed += cap != 0 && pr.with_need;
+        bounded += cap != 0 && pr.with_acts;
         assert_int_equal(st, IPU_OK);
         assert_float_equal(sp.bottleneck_ms, want, 1e-9);
         /* the split returned is valid and achieves the value */
@@ -131,6 +180,8 @@ static void test_matches_brute_force(void **state)
     /* the random profiles exercise both the capped and the infeasible paths */
     assert_true(infeasible > 50);
     assert_true(capped > 500);
+    assert_true(needed > 250);
+    assert_true(bounded > 100);
 }
 
 static void test_bad_stage_count(void **state)
