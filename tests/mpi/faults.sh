@@ -44,6 +44,19 @@ wait_running() {
     return 1
 }
 
+# survivors_name MODE VICTIM RANK...: each RANK exited non-zero (its code in
+# $W/codes) and its message names the victim ("lost rank VICTIM ...")
+survivors_name() {
+    m=$1 v=$2
+    shift 2
+    for r in "$@"; do
+        code=$(cat "$W/codes/$r" 2>/dev/null || echo none)
+        [ "$code" != 0 ] && [ "$code" != none ] && ok "$m: rank $r exits non-zero ($code)" || fail "$m: rank $r exit $code"
+        grep -q "^ipu-exec (rank $r): lost rank $v[ :]" "$W/log" && ok "$m: rank $r names rank $v" ||
+            { fail "$m: rank $r does not name rank $v"; grep "ipu-exec" "$W/log"; }
+    done
+}
+
 for mode in plain recovery recovery4 recovery_mpi; do
     extra="" np=3 victim=1 targs=""
     [ $mode = plain ] || extra="--enable-recovery"
@@ -74,19 +87,9 @@ EOS
     if [ $mode = plain ]; then
         [ $rc -ne 0 ] && ok "plain: mpirun exits $rc" || fail "plain: mpirun exit 0"
     elif [ $mode = recovery4 ]; then
-        for r in 1 2 3; do
-            code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
-            [ "$code" != 0 ] && ok "recovery4: rank $r exits non-zero ($code)" || fail "recovery4: rank $r exit 0"
-            grep -q "^ipu-exec (rank $r): lost rank 0 " "$W/log" && ok "recovery4: rank $r names rank 0" ||
-                { fail "recovery4: rank $r does not name rank 0"; grep "ipu-exec" "$W/log"; }
-        done
+        survivors_name $mode 0 1 2 3
     elif [ $mode = recovery_mpi ]; then
-        for r in 0 2 3; do
-            code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
-            [ "$code" != 0 ] && ok "recovery_mpi: rank $r exits non-zero ($code)" || fail "recovery_mpi: rank $r exit 0"
-            grep -q "^ipu-exec (rank $r): lost rank 1 " "$W/log" && ok "recovery_mpi: rank $r names rank 1" ||
-                { fail "recovery_mpi: rank $r does not name rank 1"; grep "ipu-exec" "$W/log"; }
-        done
+        survivors_name $mode 1 0 2 3
     else
         for r in 0 2; do
             code=$(cat "$W/codes/$r" 2>/dev/null || echo killed)
@@ -130,12 +133,7 @@ else
     kill -9 "$stopped" 2>/dev/null
     wait $job
     [ $took -le 30 ] && ok "setup: the survivors ended ${took}s after rank $victim stopped" || fail "setup: took ${took}s"
-    for r in 0 1; do
-        code=$(cat "$W/codes/$r" 2>/dev/null || echo none)
-        [ "$code" != 0 ] && [ "$code" != none ] && ok "setup: rank $r exits non-zero ($code)" || fail "setup: rank $r exit $code"
-        grep -q "^ipu-exec (rank $r): lost rank $victim" "$W/log" && ok "setup: rank $r names rank $victim" ||
-            { fail "setup: rank $r does not name rank $victim"; grep "ipu-exec" "$W/log"; }
-    done
+    survivors_name setup $victim 0 1
     grep -q "^ipu-exec (rank .): lost rank $victim: .*within 5 s" "$W/log" && ok "setup: the message says how long it waited" ||
         fail "setup: no wait in the message"
 fi
