@@ -1,6 +1,7 @@
 /* ipu-exec: run an ONNX model on (simulated) IPUs. The command line is thin:
  * it parses options and calls the library (exec/session.h). */
 #include "cli/cli.h"
+#include "exec/watchdog.h"
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
@@ -392,7 +393,13 @@ int main(int argc, char **argv)
             usleep(500 * 1000 + (useconds_t)grace * 1000000u);
             _exit(code);
         }
+        if (size > 1) { /* a rank that died now would hold MPI_Finalize for ever */
+            char who[48];
+            snprintf(who, sizeof who, PROG "%s", cli_rank_tag(rank));
+            ipu_watchdog_arm(o.timeout_s > 0 ? o.timeout_s : 30, who, "MPI_Finalize");
+        }
         MPI_Finalize();
+        ipu_watchdog_disarm();
     }
     return code;
 }

@@ -161,31 +161,39 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
             (void)p->poll(p->arg); /* answer pings while they take it */
         nap();
     }
-    for (int r = 1; r < size; r++)
+    int pending = 0;
+    for (int r = 1; r < size; r++) {
+        pending |= rq[r] != MPI_REQUEST_NULL;
         drop(&rq[r], 0);
+    }
     ipu_status_t out = st != IPU_OK && v->lost < 0 ? st : apply(v, 0, lost);
-    free(rep); free(rq); free(vbuf);
+    free(rep); free(rq);
+    if (!pending) /* else a stalled rank may still take it: the buffer stays */
+        free(vbuf);
     return out;
 }
 
 static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
                            void *payload, size_t payload_bytes, int *host_ids, int *lost)
 {
-    report_t rep;
-    memset(&rep, 0, sizeof rep);
-    rep.status = st;
-    if (st != IPU_OK)
-        snprintf(rep.msg, sizeof rep.msg, "%s", ipu_error_message());
-    int len = 0;
-    MPI_Get_processor_name(rep.host, &len);
+    /* on the heap: a send or receive given up on may still complete, so
+     * its buffers then stay allocated */
     size_t hbytes = (size_t)size * sizeof(int32_t);
+    report_t *rep = calloc(1, sizeof(report_t));
+    int32_t *here = calloc(1, sizeof(int32_t));
     char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
-    if (vbuf == NULL)
+    if (!rep || !here || !vbuf) {
+        free(rep); free(here); free(vbuf);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    rep->status = st;
+    if (st != IPU_OK)
+        snprintf(rep->msg, sizeof rep->msg, "%s", ipu_error_message());
+    int len = 0;
+    MPI_Get_processor_name(rep->host, &len);
     MPI_Request sq, hq, rq;
-    int32_t here = 0;
-    MPI_Isend(&rep, (int)sizeof rep, MPI_BYTE, 0, IPU_AGREE_TAG, comm, &sq);
-    MPI_Irecv(&here, 1, MPI_INT32_T, 0, IPU_AGREE_TAG, comm, &hq);
+    MPI_Isend(rep, (int)sizeof *rep, MPI_BYTE, 0, IPU_AGREE_TAG, comm, &sq);
+    MPI_Irecv(here, 1, MPI_INT32_T, 0, IPU_AGREE_TAG, comm, &hq);
     MPI_Irecv(vbuf, (int)(sizeof(verdict_t) + hbytes + payload_bytes), MPI_BYTE, 0, IPU_AGREE_TAG,
               comm, &rq);
     /* until rank 0 is here: timeout + its own work before the step; then
@@ -224,14 +232,16 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
         }
         nap();
     }
-    if (*lost) {
+    if (*lost) { /* cancelled receives may still have matched: buffers stay */
         drop(&hq, 1);
         drop(&rq, 1);
         drop(&sq, 0);
-        free(vbuf);
         return out;
     }
     MPI_Wait(&sq, MPI_STATUS_IGNORE); /* rank 0 took it: it answered */
+    MPI_Wait(&hq, MPI_STATUS_IGNORE); /* sent before the verdict: here */
+    free(rep);
+    free(here);
     const verdict_t *v = (const verdict_t *)(const void *)vbuf;
     if (host_ids)
         memcpy(host_ids, vbuf + sizeof(verdict_t), hbytes);

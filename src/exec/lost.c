@@ -22,9 +22,10 @@ struct ipu_lost {
     double *alive_at;           /* its last answer */
     int32_t token;              /* what pings and pongs carry */
     int dead;                   /* a peer that stopped answering (-1: none) */
+    double ping_s;              /* an unanswered ping this old: lost */
 };
 
-ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
+ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out)
 {
     *out = NULL;
     ipu_lost_t *l = calloc(1, sizeof(*l));
@@ -42,6 +43,7 @@ ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out)
     l->rank = ipu_transport_rank(t);
     l->size = n;
     l->dead = -1;
+    l->ping_s = ping_s > 0 ? ping_s : IPU_LOST_PING_S;
     for (int p = 0; p < n; p++) {
         if (p == l->rank)
             continue;
@@ -124,7 +126,7 @@ int ipu_lost_alive(ipu_lost_t *l, int peer)
         l->alive_at[peer] = t;
         return 1;
     }
-    if (t - l->ping_at[peer] > IPU_LOST_PING_S) {
+    if (t - l->ping_at[peer] > l->ping_s) {
         l->dead = peer;
         return -1;
     }

@@ -24,7 +24,9 @@
 #define IPU_LOST_TAG IPU_TRANSPORT_TAG_MAX
 #define IPU_PING_TAG (IPU_TRANSPORT_TAG_MAX - 1)
 #define IPU_PONG_TAG (IPU_TRANSPORT_TAG_MAX - 2)
-/* a ping unanswered this long: the peer is lost (seconds) */
+/* a ping unanswered this long: the peer is lost (seconds; the default of
+ * ipu_lost_open's ping_s, which the pipeline makes --timeout / 4, at least
+ * this) */
 #define IPU_LOST_PING_S 3.0
 /* a peer that answered is not pinged again for this long (seconds) */
 #define IPU_LOST_PING_EVERY_S 1.0
@@ -33,9 +35,10 @@
 
 typedef struct ipu_lost ipu_lost_t;
 
-/* Post the receives (notices and pings from every peer). Errors:
+/* Post the receives (notices and pings from every peer); a ping unanswered
+ * for ping_s seconds (<= 0: IPU_LOST_PING_S) loses its peer. Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
-ipu_status_t ipu_lost_open(ipu_transport_t *t, ipu_lost_t **out);
+ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out);
 /* A notice arrived (8 of the receives tested at most every 10 ms, in turn,
  * so a notice is seen within size / 8 x 10 ms; receives that fail with
  * their peer are dropped): returns IPU_ERR_TRANSPORT with "lost rank X on
@@ -48,7 +51,7 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l);
 ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st);
 /* Is peer alive? 1: it answered a ping within the last
  * IPU_LOST_PING_EVERY_S; 0: a ping is on its way (one is sent if none is);
- * -1: its transport failed or it left a ping unanswered for IPU_LOST_PING_S
+ * -1: its transport failed or it left a ping unanswered for ping_s
  * (it is then the rank ipu_lost_tell names and tells of). Call it as often
  * as wanted while waiting on that peer; l NULL: 1. */
 int ipu_lost_alive(ipu_lost_t *l, int peer);

@@ -4,6 +4,7 @@
 #include "exec/agree.h"
 #include "exec/lost.h"
 #include "exec/measure.h"
+#include "exec/watchdog.h"
 #include "exec/binding.h"
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
@@ -797,8 +798,14 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         st = build_local(&pp, plan.node_stage, bound ? &bind : NULL);
     }
     /* every rank reaches here: fail together before any transfer */
-    if ((st = agree(&pp, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, &lost)) == IPU_OK)
+    char who[64];
+    snprintf(who, sizeof who, "ipu-exec (rank %d)", pp.rank);
+    double T = p->transport.timeout_s > 0 ? p->transport.timeout_s : 30;
+    if ((st = agree(&pp, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, &lost)) == IPU_OK) {
+        ipu_watchdog_arm(T, who, "the transport's set-up (its MPI bootstrap)");
         st = ipu_transport_open(comm, &p->transport, &pp.tr);
+        ipu_watchdog_disarm();
+    }
     for (int l = 0; l < pp.n_links && st == IPU_OK; l++) {
         link_t *lk = &pp.links[l];
         if (lk->dst_rank == pp.rank && lk->src_rank != pp.rank)
@@ -807,7 +814,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
             st = post_credit_recv(&pp, lk);
     }
     if (st == IPU_OK && pp.world > 1)
-        st = ipu_lost_open(pp.tr, &pp.lost);
+        st = ipu_lost_open(pp.tr, T / 4 > IPU_LOST_PING_S ? T / 4 : IPU_LOST_PING_S, &pp.lost);
     if (!lost) /* and the start of the run, all together */
         st = agree(&pp, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, &lost);
     if (st != IPU_OK) {
@@ -832,6 +839,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     for (int i = 0; i < pp.n_ls; i++)
         if (pp.ls[i].s == 0)
             t_first = pp.t_start[pp.W];
+    ipu_watchdog_arm(T, who, "gathering the run's report");
     MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     MPI_Reduce(&t_first, &first, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
     wall -= first;
@@ -861,6 +869,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     double rss = ru.ru_maxrss / 1024.0;
     double *rsses = pp.rank == 0 ? calloc((size_t)pp.world, sizeof(double)) : NULL;
     MPI_Gather(&rss, 1, MPI_DOUBLE, rsses, 1, MPI_DOUBLE, 0, comm);
+    ipu_watchdog_disarm();
     if (pp.rank == 0 && starts && ends) {
         ipu_pipeline_report_t r = {.world = pp.world, .replicas = pp.R, .ranks_per_replica = pp.P,
                                    .stages = pp.S, .wall_s = wall};

@@ -107,18 +107,23 @@ rm -rf "$W/codes"; mkdir -p "$W/codes"
 timeout -k 5 120 "$MPIRUN" --enable-recovery --oversubscribe -x IPU_TEST_TAG=$tag -np 3 "$W/rank.sh" "$M" \
     --batches 100 --timeout 5 >"$W/log" 2>&1 &
 job=$!
-stopped=""
-i=0
-while [ -z "$stopped" ] && [ $i -lt 3000 ]; do
+stopped="" vpid="" i=0
+# find the victim's process once, then watch its open files closely: it is
+# stopped the moment it has the model open (loading, before the run)
+while [ -z "$vpid" ] && [ $i -lt 3000 ]; do
     for p in $(pgrep -f "ipu-exec $M"); do
         if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "IPU_TEST_TAG=$tag" &&
-           tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" &&
-           ls -l "/proc/$p/fd" 2>/dev/null | grep -q "model.onnx"; then
-            kill -STOP "$p"; stopped=$p
+           tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim"; then
+            vpid=$p
         fi
     done
     i=$((i + 1))
-    [ -n "$stopped" ] || sleep 0.01
+    [ -n "$vpid" ] || sleep 0.01
+done
+while [ -n "$vpid" ] && [ -z "$stopped" ] && [ -d "/proc/$vpid" ]; do
+    if ls -l "/proc/$vpid/fd" 2>/dev/null | grep -q "model.onnx"; then
+        kill -STOP "$vpid"; stopped=$vpid
+    fi
 done
 if [ -z "$stopped" ]; then
     fail "setup: rank $victim never opened the model"
