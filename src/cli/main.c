@@ -393,11 +393,8 @@ int main(int argc, char **argv)
             usleep(500 * 1000 + (useconds_t)grace * 1000000u);
             _exit(code);
         }
-        if (size > 1) { /* a rank that died now would hold MPI_Finalize for ever */
-            char who[48];
-            snprintf(who, sizeof who, PROG "%s", cli_rank_tag(rank));
-            ipu_watchdog_arm(o.timeout_s > 0 ? o.timeout_s : 30, who, "MPI_Finalize");
-        }
+        if (size > 1) /* a rank that died now would hold MPI_Finalize for ever */
+            ipu_watchdog_arm(o.timeout_s, rank, "MPI_Finalize");
         MPI_Finalize();
         ipu_watchdog_disarm();
     }

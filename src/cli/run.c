@@ -286,14 +286,6 @@ const char *cli_rank_tag(int rank)
     return buf;
 }
 
-/* "ipu-exec (rank R)": how the watchdog's line starts */
-static const char *watch_prefix(int rank)
-{
-    static char buf[48];
-    snprintf(buf, sizeof(buf), "ipu-exec%s", cli_rank_tag(rank));
-    return buf;
-}
-
 static unsigned hash_str(const char *s)
 {
     unsigned h = 2166136261u;
@@ -362,7 +354,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     if (st != IPU_OK && rep.setup_failed) {
         /* every rank failed before any transfer: print an error once */
         unsigned h = hash_str(ipu_error_message()), lo, hi;
-        ipu_watchdog_arm(o->timeout_s, watch_prefix(rank), "agreeing on the set-up error");
+        ipu_watchdog_arm(o->timeout_s, rank, "agreeing on the set-up error");
         MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED, MPI_MIN, MPI_COMM_WORLD);
         MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED, MPI_MAX, MPI_COMM_WORLD);
         ipu_watchdog_disarm();
@@ -378,7 +370,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     /* every rank finished its stages: agree on --check */
     long cnt[2] = {d.checked, d.mismatches}, all[2];
     double mx = d.max_abs, allmx;
-    ipu_watchdog_arm(o->timeout_s, watch_prefix(rank), "agreeing on --check");
+    ipu_watchdog_arm(o->timeout_s, rank, "agreeing on --check");
     MPI_Allreduce(cnt, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&mx, &allmx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     o->failed_together = 1;

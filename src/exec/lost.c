@@ -70,6 +70,17 @@ static int send_done(ipu_lost_t *l, ipu_treq_t **r)
     return done;
 }
 
+/* A 4-byte send (recv 0) or receive (recv 1) of buf with peer p on tag;
+ * *r NULL when it could not be posted (the peer failed). */
+static int post(ipu_lost_t *l, int recv, int p, uint64_t tag, int32_t *buf, ipu_treq_t **r)
+{
+    ipu_status_t st = recv ? ipu_transport_irecv(l->t, p, tag, buf, sizeof(int32_t), r)
+                           : ipu_transport_isend(l->t, p, tag, buf, sizeof(int32_t), r);
+    if (st != IPU_OK)
+        *r = NULL;
+    return st == IPU_OK;
+}
+
 /* Answer the pings that came (one answer in flight per peer). */
 static void answer_pings(ipu_lost_t *l)
 {
@@ -84,10 +95,8 @@ static void answer_pings(ipu_lost_t *l)
         if (!done)
             continue;
         l->ping_rreq[p] = NULL;
-        if (ipu_transport_isend(l->t, p, IPU_PONG_TAG, &l->token, sizeof(int32_t), &l->pong_sreq[p]) != IPU_OK)
-            l->pong_sreq[p] = NULL;
-        if (ipu_transport_irecv(l->t, p, IPU_PING_TAG, &l->ping_in[p], sizeof(int32_t), &l->ping_rreq[p]) != IPU_OK)
-            l->ping_rreq[p] = NULL;
+        post(l, 0, p, IPU_PONG_TAG, &l->token, &l->pong_sreq[p]);
+        post(l, 1, p, IPU_PING_TAG, &l->ping_in[p], &l->ping_rreq[p]);
     }
 }
 
@@ -104,10 +113,8 @@ int ipu_lost_alive(ipu_lost_t *l, int peer)
             return 1; /* answered a moment ago */
         if (!send_done(l, &l->ping_sreq[peer]) || l->pong_rreq[peer] != NULL)
             return 0; /* the previous ping is still on its way */
-        if (ipu_transport_irecv(l->t, peer, IPU_PONG_TAG, &l->pong_in[peer], sizeof(int32_t),
-                                &l->pong_rreq[peer]) != IPU_OK ||
-            ipu_transport_isend(l->t, peer, IPU_PING_TAG, &l->token, sizeof(int32_t),
-                                &l->ping_sreq[peer]) != IPU_OK) {
+        if (!post(l, 1, peer, IPU_PONG_TAG, &l->pong_in[peer], &l->pong_rreq[peer]) ||
+            !post(l, 0, peer, IPU_PING_TAG, &l->token, &l->ping_sreq[peer])) {
             l->dead = peer;
             return -1;
         }

@@ -76,6 +76,7 @@ typedef struct pipe {
     const ipu_pipeline_params_t *p;
     ipu_transport_t *tr;
     ipu_lost_t *lost;           /* lost-rank notices (exec/lost.h) */
+    double T;                   /* --timeout, seconds (default 30) */
     int rank, world, R, P, K, S, replica, C;
     int W;                      /* warm-up sequences per replica (untimed, outputs dropped) */
     link_t *links;
@@ -688,9 +689,8 @@ static ipu_status_t agree(pipe_t *pp, MPI_Comm comm, ipu_status_t st, const char
                           int timeouts, int root_timeouts, void *payload, size_t bytes,
                           int *host_ids, int *lost)
 {
-    double T = pp->p->transport.timeout_s > 0 ? pp->p->transport.timeout_s : 30;
-    ipu_agree_params_t a = {.step = step, .timeout_s = T * timeouts, .root_extra_s = T * root_timeouts,
-                            .poll = agree_poll, .arg = pp};
+    ipu_agree_params_t a = {.step = step, .timeout_s = pp->T * timeouts,
+                            .root_extra_s = pp->T * root_timeouts, .poll = agree_poll, .arg = pp};
     if (pp->lost)
         a.alive = agree_alive;
     return ipu_agree(comm, st, &a, payload, bytes, host_ids, lost);
@@ -700,7 +700,8 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
                               const ipu_partition_params_t *ppar, ipu_partition_t *plan_out,
                               ipu_pipeline_report_t *rep)
 {
-    pipe_t pp = {.g = g, .p = p, .ins_mb = -1};
+    pipe_t pp = {.g = g, .p = p, .ins_mb = -1,
+                 .T = p->transport.timeout_s > 0 ? p->transport.timeout_s : 30};
     ipu_partition_t plan = {0};
     ipu_status_t st = IPU_OK;
     MPI_Comm_rank(comm, &pp.rank);
@@ -798,11 +799,8 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         st = build_local(&pp, plan.node_stage, bound ? &bind : NULL);
     }
     /* every rank reaches here: fail together before any transfer */
-    char who[64];
-    snprintf(who, sizeof who, "ipu-exec (rank %d)", pp.rank);
-    double T = p->transport.timeout_s > 0 ? p->transport.timeout_s : 30;
     if ((st = agree(&pp, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, &lost)) == IPU_OK) {
-        ipu_watchdog_arm(T, who, "the transport's set-up (its MPI bootstrap)");
+        ipu_watchdog_arm(pp.T, pp.rank, "the transport's set-up (its MPI bootstrap)");
         st = ipu_transport_open(comm, &p->transport, &pp.tr);
         ipu_watchdog_disarm();
     }
@@ -814,7 +812,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
             st = post_credit_recv(&pp, lk);
     }
     if (st == IPU_OK && pp.world > 1)
-        st = ipu_lost_open(pp.tr, T / 4 > IPU_LOST_PING_S ? T / 4 : IPU_LOST_PING_S, &pp.lost);
+        st = ipu_lost_open(pp.tr, pp.T / 4 > IPU_LOST_PING_S ? pp.T / 4 : IPU_LOST_PING_S, &pp.lost);
     if (!lost) /* and the start of the run, all together */
         st = agree(&pp, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, &lost);
     if (st != IPU_OK) {
@@ -839,7 +837,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
     for (int i = 0; i < pp.n_ls; i++)
         if (pp.ls[i].s == 0)
             t_first = pp.t_start[pp.W];
-    ipu_watchdog_arm(T, who, "gathering the run's report");
+    ipu_watchdog_arm(pp.T, pp.rank, "gathering the run's report");
     MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     MPI_Reduce(&t_first, &first, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
     wall -= first;

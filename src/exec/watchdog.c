@@ -37,7 +37,7 @@ static void *watch(void *arg)
     return NULL;
 }
 
-void ipu_watchdog_arm(double seconds, const char *prefix, const char *what)
+void ipu_watchdog_arm(double seconds, int rank, const char *what)
 {
     pthread_mutex_lock(&mu);
     if (!started) {
@@ -49,8 +49,8 @@ void ipu_watchdog_arm(double seconds, const char *prefix, const char *what)
         pthread_attr_destroy(&a);
     }
     bound_s = seconds;
-    snprintf(line, sizeof line, "%s: %s did not finish within %.0f s: a rank died or hangs (see the "
-             "other ranks' messages)\n", prefix, what, bound_s);
+    snprintf(line, sizeof line, "ipu-exec (rank %d): %s did not finish within %.0f s: a rank died "
+             "or hangs (see the other ranks' messages)\n", rank, what, bound_s);
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += (time_t)seconds;
     deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);

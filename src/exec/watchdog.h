@@ -8,12 +8,12 @@
 #define IPU_EXEC_WATCHDOG_H
 
 /* From now on, if ipu_watchdog_disarm is not called within seconds (> 0),
- * print "PREFIX: WHAT did not finish within S s: a rank died or hangs (see
- * the other ranks' messages)" on stderr and _exit(3) (IPU_ERR_TIMED_OUT's
- * exit code). prefix and what are copied. Re-arming replaces the previous
- * bound. The first call starts the thread; if it cannot, nothing is
- * bounded. */
-void ipu_watchdog_arm(double seconds, const char *prefix, const char *what);
+ * print "ipu-exec (rank RANK): WHAT did not finish within S s: a rank died
+ * or hangs (see the other ranks' messages)" on stderr and _exit(3)
+ * (IPU_ERR_TIMED_OUT's exit code). what is copied. Re-arming replaces the
+ * previous bound. The first call starts the thread; if it cannot, nothing
+ * is bounded. */
+void ipu_watchdog_arm(double seconds, int rank, const char *what);
 void ipu_watchdog_disarm(void);
 
 #endif
