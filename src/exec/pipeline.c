@@ -175,35 +175,30 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_bin
     const ipu_graph_t *g = pp->g;
     const ipu_pipeline_params_t *p = pp->p;
     pp->ls = calloc((size_t)pp->K, sizeof(lstage_t));
-    int *nodes = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
-    if (pp->ls == NULL || nodes == NULL) {
-        free(nodes);
+    if (pp->ls == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    }
     int64_t total = pp->W + (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
     ipu_status_t st = IPU_OK;
     for (int i = 0; i < pp->K && st == IPU_OK; i++) {
         lstage_t *ls = &pp->ls[pp->n_ls++];
         ls->s = (pp->rank % pp->P) * pp->K + i;
         ls->total = total;
-        int n = 0, *ins = NULL, n_ins = 0, *outs = NULL, n_outs = 0;
-        for (int j = 0; j < g->n_nodes; j++)
-            if (node_stage[g->order[j]] == ls->s)
-                nodes[n++] = g->order[j];
+        unsigned flags = (ls->s == 0 ? IPU_STAGE_FIRST : 0) | (ls->s == pp->S - 1 ? IPU_STAGE_LAST : 0);
+        if ((st = ipu_stage_build_of(g, node_stage, ls->s, flags, &ls->stage)) != IPU_OK)
+            break;
         for (int l = 0; l < pp->n_links; l++) {
-            if (pp->links[l].dst == ls->s && (append(&ls->in_links, &ls->n_in, l) ||
-                                              append(&ins, &n_ins, pp->links[l].value)))
+            if (pp->links[l].dst == ls->s && append(&ls->in_links, &ls->n_in, l))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-            if (pp->links[l].src == ls->s && (append(&ls->out_links, &ls->n_out, l) ||
-                                              append(&outs, &n_outs, pp->links[l].value)))
+            if (pp->links[l].src == ls->s && append(&ls->out_links, &ls->n_out, l))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         }
+        const ipu_stage_t *sg = &ls->stage;
         for (int k = 0; k < g->n_inputs && st == IPU_OK; k++) {
             int v = g->inputs[k], used = 0;
-            for (int j = 0; j < n && !used; j++)
-                for (int q = 0; q < g->nodes[nodes[j]].n_inputs; q++)
-                    used |= g->nodes[nodes[j]].inputs[q] == v;
-            if (used && (append(&ls->graph_in, &ls->n_graph_in, k) || append(&ins, &n_ins, v)))
+            for (int j = 0; j < sg->n_nodes && !used; j++)
+                for (int q = 0; q < g->nodes[sg->nodes[j]].n_inputs; q++)
+                    used |= g->nodes[sg->nodes[j]].inputs[q] == v;
+            if (used && append(&ls->graph_in, &ls->n_graph_in, k))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         }
         for (int k = 0; k < g->n_outputs && st == IPU_OK; k++) {
@@ -211,14 +206,9 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_bin
             int s = ov->producer >= 0 ? node_stage[ov->producer] : 0;
             if (s < 0) /* a folded (constant) output: the last stage gives it */
                 s = pp->S - 1;
-            if (s == ls->s && (append(&ls->graph_out, &ls->n_graph_out, k) ||
-                               append(&outs, &n_outs, g->outputs[k])))
+            if (s == ls->s && append(&ls->graph_out, &ls->n_graph_out, k))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         }
-        if (st == IPU_OK)
-            st = ipu_stage_build(g, nodes, n, ins, n_ins, outs, n_outs, &ls->stage);
-        free(ins);
-        free(outs);
         if (st == IPU_OK && (ls->emitted = calloc((size_t)ls->n_out + 1, 1)) == NULL)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         if (st == IPU_OK) {
@@ -229,7 +219,6 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_bin
         if (st == IPU_OK && (st = ipu_device_load(ls->dev, &ls->stage)) != IPU_OK)
             st = ipu_error(st, "rank %d, stage %d: %s", pp->rank, ls->s, ipu_error_message());
     }
-    free(nodes);
     /* buffers of the links this rank sends or receives */
     for (int l = 0; l < pp->n_links && st == IPU_OK; l++) {
         link_t *lk = &pp->links[l];

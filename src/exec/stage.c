@@ -96,6 +96,74 @@ fail:
     return st;
 }
 
+#define IS_ACT(g, v) ((v) >= 0 && (g)->values[v].data == NULL)
+
+/* Append v to list (length *n) unless seen[v]. */
+static void add_once(int *list, int *n, unsigned char *seen, int v)
+{
+    if (!seen[v]) {
+        seen[v] = 1;
+        list[(*n)++] = v;
+    }
+}
+
+ipu_status_t ipu_stage_build_of(const ipu_graph_t *g, const int *stage_of, int s, unsigned flags,
+                                ipu_stage_t *out)
+{
+    size_t nv = (size_t)g->n_values + 1;
+    int *nodes = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
+    int *ins = malloc(nv * sizeof(int)), *outs = malloc((nv + (size_t)g->n_outputs) * sizeof(int));
+    /* per value: listed as an input; listed as an output; read outside the stage */
+    unsigned char *in_seen = calloc(nv, 1), *out_seen = calloc(nv, 1), *away = calloc(nv, 1);
+    ipu_status_t st = IPU_OK;
+    if (!nodes || !ins || !outs || !in_seen || !out_seen || !away) {
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory building a stage");
+        goto done;
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        away[g->outputs[k]] = 1;
+    for (int i = 0; i < g->n_nodes; i++) { /* read by a node of another stage */
+        const ipu_node_t *nd = &g->nodes[i];
+        if (stage_of[i] < 0 || stage_of[i] == s)
+            continue;
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] >= 0)
+                away[nd->inputs[k]] = 1;
+    }
+    int n = 0, n_ins = 0, n_outs = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int id = g->order[i];
+        const ipu_node_t *nd = &g->nodes[id];
+        if (stage_of[id] != s)
+            continue;
+        nodes[n++] = id;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int v = nd->inputs[k];
+            if (IS_ACT(g, v) && (g->values[v].producer < 0 || stage_of[g->values[v].producer] != s))
+                add_once(ins, &n_ins, in_seen, v);
+        }
+        for (int k = 0; k < nd->n_outputs; k++) {
+            int v = nd->outputs[k];
+            if (IS_ACT(g, v) && away[v])
+                add_once(outs, &n_outs, out_seen, v);
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        int v = g->outputs[k], p = g->values[v].producer;
+        if (((flags & IPU_STAGE_FIRST) && p < 0) || ((flags & IPU_STAGE_LAST) && p >= 0 && stage_of[p] < 0))
+            add_once(outs, &n_outs, out_seen, v);
+    }
+    st = ipu_stage_build(g, nodes, n, ins, n_ins, outs, n_outs, out);
+done:
+    free(nodes);
+    free(ins);
+    free(outs);
+    free(in_seen);
+    free(out_seen);
+    free(away);
+    return st;
+}
+
 void ipu_stage_free(ipu_stage_t *s)
 {
     if (s == NULL)

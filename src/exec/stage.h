@@ -28,6 +28,21 @@ typedef struct ipu_stage {
 ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
                              const int *inputs, int n_inputs,
                              const int *outputs, int n_outputs, ipu_stage_t *out);
+
+/* Build stage s of a partition of g: stage_of[node] is the stage of every
+ * node (-1 for folded ones). The stage runs its nodes in g->order, is fed
+ * with the activations they read that none of them produces (graph inputs
+ * included), and keeps the activations they produce that a node of another
+ * stage reads or that are graph outputs; with IPU_STAGE_FIRST it also gives
+ * the graph outputs that are graph inputs, with IPU_STAGE_LAST those that
+ * are constants. Each list holds a value once, in order of first use.
+ * The pipeline (exec/pipeline.c) builds its stages with this and the
+ * partitioner (partition/partition.c) measures every candidate stage with
+ * it, so the memory a plan reports is the memory the run is charged.
+ * Errors: IPU_ERR_NO_MEMORY. */
+enum { IPU_STAGE_FIRST = 1, IPU_STAGE_LAST = 2 };
+ipu_status_t ipu_stage_build_of(const ipu_graph_t *g, const int *stage_of, int s, unsigned flags,
+                                ipu_stage_t *out);
 void ipu_stage_free(ipu_stage_t *s);
 /* Start accumulating per-node run times in s->node_ms (zeroed). */
 ipu_status_t ipu_stage_profile(ipu_stage_t *s);
@@ -38,8 +53,8 @@ size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n);
 
 /* The memory an IPU is charged for a stage: ipu_device_load() checks it
  * against the capacity, and the partitioner (partition/partition.c) checks
- * every stage it considers with it, on a stage built as the pipeline builds
- * it, so a plan that fits passes the device's check. */
+ * every stage it considers with it, on the stage ipu_stage_build_of() builds
+ * for the pipeline, so a plan that fits passes the device's check. */
 typedef struct ipu_stage_mem {
     size_t weights;         /* weight_bytes */
     size_t activations;     /* plan.arena_bytes */

@@ -29,11 +29,9 @@ typedef struct {
     int *item_node;      /* item -> node index */
     int *node_item;      /* node index -> item, -1 if folded */
     int *val_first, *val_last; /* per value: producer item, last consumer item (-1 none) */
-    int *cons_start, *cons; /* per value: the items reading it (CSR) */
-    unsigned char *graph_out; /* per value: a graph output */
     ipu_node_cost_t *cost;
-    /* for stage_mem(): stamps, the stage's nodes, inputs and outputs */
-    int *iota, *mark, *vmark, tok, *nodes, *ins, *outs;
+    int *iota;           /* 0, 1, ... n - 1 */
+    int *stage_of;       /* for stage_mem(): per node, 1 in the stage measured, 0 not, -1 folded */
     ipu_status_t need_st; /* first failure of range_need() */
 } items_t;
 
@@ -43,47 +41,29 @@ static void items_free(items_t *it)
     free(it->node_item);
     free(it->val_first);
     free(it->val_last);
-    free(it->cons_start);
-    free(it->cons);
-    free(it->graph_out);
     free(it->cost);
     free(it->iota);
-    free(it->mark);
-    free(it->vmark);
-    free(it->nodes);
-    free(it->ins);
-    free(it->outs);
+    free(it->stage_of);
 }
 
 static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_t *pp, items_t *it)
 {
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
-    int n_reads = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        n_reads += g->nodes[i].n_inputs;
     memset(it, 0, sizeof(*it));
     it->g = g;
     it->item_node = malloc(nn * sizeof(int));
     it->node_item = malloc(nn * sizeof(int));
     it->val_first = malloc(nv * sizeof(int));
     it->val_last = malloc(nv * sizeof(int));
-    it->cons_start = calloc(nv + 1, sizeof(int));
-    it->cons = malloc(((size_t)n_reads + 1) * sizeof(int));
-    it->graph_out = calloc(nv, 1);
     it->cost = calloc(nn, sizeof(ipu_node_cost_t));
     it->iota = malloc(nn * sizeof(int));
-    it->mark = calloc(nn, sizeof(int));
-    it->vmark = calloc(nv, sizeof(int));
-    it->nodes = malloc(nn * sizeof(int));
-    it->ins = malloc(nv * sizeof(int));
-    it->outs = malloc((nv + (size_t)g->n_outputs) * sizeof(int));
-    if (!it->item_node || !it->node_item || !it->val_first || !it->val_last || !it->cons_start ||
-        !it->cons || !it->graph_out || !it->cost || !it->iota || !it->mark || !it->vmark ||
-        !it->nodes || !it->ins || !it->outs)
+    it->stage_of = malloc(nn * sizeof(int));
+    if (!it->item_node || !it->node_item || !it->val_first || !it->val_last || !it->cost || !it->iota || !it->stage_of)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
     for (int i = 0; i < g->n_nodes; i++) {
         int nd = g->order[i];
         it->node_item[nd] = -1;
+        it->stage_of[nd] = g->nodes[nd].folded ? -1 : 0;
         if (!g->nodes[nd].folded) {
             it->iota[it->n] = it->n;
             it->node_item[nd] = it->n;
@@ -92,8 +72,6 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
     }
     for (int v = 0; v < g->n_values; v++)
         it->val_first[v] = it->val_last[v] = -1;
-    for (int k = 0; k < g->n_outputs; k++)
-        it->graph_out[g->outputs[k]] = 1;
     for (int i = 0; i < it->n; i++) {
         const ipu_node_t *nd = &g->nodes[it->item_node[i]];
         for (int k = 0; k < nd->n_outputs; k++)
@@ -101,23 +79,10 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
                 it->val_first[nd->outputs[k]] = i;
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
-            if (v >= 0)
-                it->cons_start[v + 1]++;
             if (v >= 0 && g->values[v].data == NULL && i > it->val_last[v])
                 it->val_last[v] = i;
         }
     }
-    for (int v = 0; v < g->n_values; v++)
-        it->cons_start[v + 1] += it->cons_start[v];
-    for (int i = 0; i < it->n; i++) { /* fill, then shift the starts back */
-        const ipu_node_t *nd = &g->nodes[it->item_node[i]];
-        for (int k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] >= 0)
-                it->cons[it->cons_start[nd->inputs[k]]++] = i;
-    }
-    for (int v = g->n_values; v > 0; v--)
-        it->cons_start[v] = it->cons_start[v - 1];
-    it->cons_start[0] = 0;
     ipu_status_t st = ipu_cost_nodes(g, &pp->cost, it->cost);
     for (int i = 0; st == IPU_OK && pp->node_ms && i < g->n_nodes; i++)
         if (pp->node_ms[i] >= 0)
@@ -127,46 +92,20 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
 
 #define IS_ACT(g, v) ((v) >= 0 && (g)->values[v].data == NULL)
 
-/* What the IPU of the stage made of items list[0..n) (in order) is charged:
- * the stage is built as exec/pipeline.c builds it (its nodes; fed with the
- * activations they read from outside; keeping those other stages read and
- * the graph outputs it produces, and, in stage 0, the graph inputs that are
- * outputs) and measured by ipu_stage_mem(), as ipu_device_load() does. */
-static ipu_status_t stage_mem(items_t *it, const int *list, int n, int first_stage, ipu_stage_mem_t *m)
+/* What the IPU of the stage made of items list[0..n) is charged: the stage
+ * built by ipu_stage_build_of(), as the pipeline builds it, and measured by
+ * ipu_stage_mem(), as ipu_device_load() does. first/last: the list is the
+ * partition's first/last stage. */
+static ipu_status_t stage_mem(items_t *it, const int *list, int n, int first, int last,
+                              ipu_stage_mem_t *m)
 {
-    const ipu_graph_t *g = it->g;
-    int tok = ++it->tok, n_ins = 0, n_outs = 0;
     for (int k = 0; k < n; k++)
-        it->mark[list[k]] = tok;
-    for (int k = 0; k < n; k++) {
-        const ipu_node_t *nd = &g->nodes[it->item_node[list[k]]];
-        it->nodes[k] = it->item_node[list[k]];
-        for (int j = 0; j < nd->n_inputs; j++) {
-            int v = nd->inputs[j];
-            if (IS_ACT(g, v) && it->vmark[v] != tok &&
-                (it->val_first[v] < 0 || it->mark[it->val_first[v]] != tok)) {
-                it->vmark[v] = tok;
-                it->ins[n_ins++] = v;
-            }
-        }
-        for (int j = 0; j < nd->n_outputs; j++) {
-            int v = nd->outputs[j], out = 0;
-            if (!IS_ACT(g, v) || it->vmark[v] == tok)
-                continue;
-            out = it->graph_out[v];
-            for (int c = it->cons_start[v]; c < it->cons_start[v + 1] && !out; c++)
-                out = it->mark[it->cons[c]] != tok;
-            if (out) {
-                it->vmark[v] = tok;
-                it->outs[n_outs++] = v;
-            }
-        }
-    }
-    for (int k = 0; first_stage && k < g->n_outputs; k++)
-        if (g->values[g->outputs[k]].producer < 0)
-            it->outs[n_outs++] = g->outputs[k];
+        it->stage_of[it->item_node[list[k]]] = 1;
     ipu_stage_t st;
-    ipu_status_t rc = ipu_stage_build(g, it->nodes, n, it->ins, n_ins, it->outs, n_outs, &st);
+    unsigned flags = (first ? IPU_STAGE_FIRST : 0) | (last ? IPU_STAGE_LAST : 0);
+    ipu_status_t rc = ipu_stage_build_of(it->g, it->stage_of, 1, flags, &st);
+    for (int k = 0; k < n; k++)
+        it->stage_of[it->item_node[list[k]]] = 0;
     if (rc == IPU_OK) {
         *m = ipu_stage_mem(&st);
         ipu_stage_free(&st);
@@ -179,7 +118,7 @@ static size_t range_need(void *arg, int a, int b)
 {
     items_t *it = arg;
     ipu_stage_mem_t m;
-    ipu_status_t st = stage_mem(it, it->iota + a, b - a, a == 0, &m);
+    ipu_status_t st = stage_mem(it, it->iota + a, b - a, a == 0, b == it->n, &m);
     if (st != IPU_OK && it->need_st == IPU_OK)
         it->need_st = st;
     return st == IPU_OK ? m.total : SIZE_MAX;
@@ -255,7 +194,7 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
             if (pt->node_stage[it->item_node[i]] == s)
                 list[n++] = i;
         ipu_stage_mem_t m;
-        if ((st = stage_mem(it, list, n, s == 0, &m)) == IPU_OK) {
+        if ((st = stage_mem(it, list, n, s == 0, s == S - 1, &m)) == IPU_OK) {
             pt->stages[s].weight_bytes = m.weights;
             pt->stages[s].act_bytes = m.activations;
             pt->stages[s].scratch_bytes = m.scratch;
@@ -375,7 +314,8 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
         if (sp.stage_mem[s] > sp.stage_mem[worst])
             worst = s;
     ipu_stage_mem_t m = {0};
-    st = stage_mem(it, it->iota + sp.start[worst], sp.start[worst + 1] - sp.start[worst], worst == 0, &m);
+    st = stage_mem(it, it->iota + sp.start[worst], sp.start[worst + 1] - sp.start[worst], worst == 0,
+                   sp.start[worst + 1] == it->n, &m);
     ipu_split_free(&sp);
     if (st != IPU_OK)
         return st;

@@ -8,8 +8,8 @@
  * Auto: the exact min-bottleneck contiguous split of the topological order
  * (partition/split.h) under the IPU memory capacity, with per-node costs
  * from partition/cost.h. Either way a stage's memory is what its IPU will be
- * charged at setup (ipu_stage_mem of the stage built as the pipeline builds
- * it: weights + activation arena + scratch), so a plan that is made passes
+ * charged at setup (ipu_stage_mem of the stage ipu_stage_build_of() builds
+ * for the pipeline: weights + activation arena + scratch), so a plan that is made passes
  * the device's check.
  * Stage s of a replica runs on rank s / ipus_per_rank, IPU s % ipus_per_rank. */
 #ifndef IPU_PARTITION_PARTITION_H

@@ -268,6 +268,52 @@ static void test_partition_counts_scratch(void **state)
     ipu_graph_free(g);
 }
 
+/* The boundary of a stage (ipu_stage_build_of), worked out by hand on
+ *   x -> n0 -> a -> n1 -> b -> n2(a, b) -> c,  outputs c, b and p (an input)
+ * with n0, n1, n2 in stages 0, 1, 2: stage 0 is fed x and keeps a once
+ * (read by two stages) and, as the first stage, p; stage 1 is fed a and
+ * keeps b (read by stage 2 and a graph output); stage 2 is fed a and b, in
+ * that order (its node reads them so), and keeps c. */
+static void test_stage_boundary(void **state)
+{
+    (void)state;
+    ipu_graph_t *g = ipu_graph_new("boundary");
+    int nd[3] = {
+        ipu_graph_add_node(g, "FakeSum", "n0", 1, (const char *[]){"x"}, 1, (const char *[]){"a"}),
+        ipu_graph_add_node(g, "FakeSum", "n1", 1, (const char *[]){"a"}, 1, (const char *[]){"b"}),
+        ipu_graph_add_node(g, "FakeSum", "n2", 2, (const char *[]){"a", "b"}, 1, (const char *[]){"c"}),
+    };
+    ipu_graph_add_input(g, "x");
+    ipu_graph_add_input(g, "p");
+    ipu_graph_add_output(g, "c");
+    ipu_graph_add_output(g, "b");
+    ipu_graph_add_output(g, "p");
+    int p = ipu_graph_find_value(g, "p");
+    ipu_value_set_shape(&g->values[p], IPU_DTYPE_FLOAT, 1, (int64_t[]){4});
+    prepared(g, 4);
+    int stage_of[3];
+    for (int i = 0; i < 3; i++)
+        stage_of[nd[i]] = i;
+    const char *want[3][2][3] = {{{"x"}, {"a", "p"}}, {{"a"}, {"b"}}, {{"a", "b"}, {"c"}}};
+    for (int s = 0; s < 3; s++) {
+        ipu_stage_t st;
+        unsigned flags = (s == 0 ? IPU_STAGE_FIRST : 0) | (s == 2 ? IPU_STAGE_LAST : 0);
+        assert_int_equal(ipu_stage_build_of(g, stage_of, s, flags, &st), IPU_OK);
+        assert_int_equal(st.n_nodes, 1);
+        for (int io = 0; io < 2; io++) {
+            const int *list = io ? st.outputs : st.inputs;
+            int n = io ? st.n_outputs : st.n_inputs, want_n = 0;
+            while (want_n < 3 && want[s][io][want_n])
+                want_n++;
+            assert_int_equal(n, want_n);
+            for (int k = 0; k < n; k++)
+                assert_string_equal(g->values[list[k]].name, want[s][io][k]);
+        }
+        ipu_stage_free(&st);
+    }
+    ipu_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_alias_needs_single_output),
         cmocka_unit_test(test_random_dags_no_overlap),
         cmocka_unit_test(test_partition_counts_scratch),
+        cmocka_unit_test(test_stage_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
