@@ -377,14 +377,16 @@ int main(int argc, char **argv)
     /* a second segment with a tiny slot: many segments per op */
     st = gcl_shm_open(g_rank, g_size, 4096, mpi_allgather, &comm, &small);
     CHECK(st == GCL_OK, "gcl_shm_open (small): %s", ipu_error_message());
-    /* a third with streaming stores into staging forced on and 5 staging
-     * buffers per member (the default segments choose per op by timing,
-     * so they run both ways too) */
+    /* a third with streaming stores into staging and into every output
+     * forced on and 5 staging buffers per member (the default segments
+     * choose staging stores per op by timing, so they run both ways too) */
     setenv("GCL_SHM_STAGE_NT", "1", 1);
+    setenv("GCL_SHM_STREAM_BYTES", "1", 1);
     setenv("GCL_SHM_NBUF", "5", 1);
     st = gcl_shm_open(g_rank, g_size, 8192, mpi_allgather, &comm, &nt);
     CHECK(st == GCL_OK, "gcl_shm_open (streaming): %s", ipu_error_message());
     unsetenv("GCL_SHM_STAGE_NT");
+    unsetenv("GCL_SHM_STREAM_BYTES");
     unsetenv("GCL_SHM_NBUF");
     if (shm == NULL || small == NULL || nt == NULL)
         MPI_Abort(MPI_COMM_WORLD, 1);
