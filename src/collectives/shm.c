@@ -87,8 +87,9 @@ enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARR
 /* Streaming stores into staging, chosen per op by measurement (stage_nt_*
  * below): per (kind, size class) the moving average of seconds per byte
  * with and without them. */
-#define NT_MIN_BYTES ((size_t)64 * 1024) /* smaller ops: ordinary stores */
-#define NT_CLASSES 16                    /* log2 size classes from 64 KiB */
+#define NT_MIN_BYTES ((size_t)16 * 1024) /* smaller ops: ordinary stores (GCL_SHM_STAGE_NT_MIN) */
+#define NT_BASE ((size_t)1024)           /* the first size class */
+#define NT_CLASSES 20                    /* log2 size classes from NT_BASE */
 #define NT_EXPLORE 32                    /* one op in this many tries the other way */
 typedef struct {
     double ema[2]; /* seconds per byte: [0] ordinary, [1] streaming; 0: none yet */
@@ -124,6 +125,7 @@ struct gcl_shm {
     size_t slot, bytes, oneshot_max;
     size_t stream_min; /* outputs from this size on bypass the cache */
     int stage_nt;      /* streaming stores into staging: -1 chosen per op, 0 no, 1 yes */
+    size_t stage_nt_min; /* smaller ops write staging with ordinary stores */
     nt_stat_t ntst[K_COUNT * NT_CLASSES];
     char *blk;         /* SUB_BYTES of scratch (reductions bound for staging) */
     char *base;
@@ -550,14 +552,14 @@ static void stage_nt_choose(gcl_shm_op_t *o)
     gcl_shm_t *s = o->shm;
     o->nt_key = -1;
     o->snt = 0;
-    if (bytes < NT_MIN_BYTES || o->oneshot || o->inl || o->nseg == 0 || o->kind == K_BARRIER)
+    if (bytes < s->stage_nt_min || o->oneshot || o->inl || o->nseg == 0 || o->kind == K_BARRIER)
         return;
     if (s->stage_nt >= 0) {
         o->snt = s->stage_nt;
         return;
     }
     int c = 0;
-    while (c < NT_CLASSES - 1 && (NT_MIN_BYTES << (c + 1)) <= bytes)
+    while (c < NT_CLASSES - 1 && (NT_BASE << (c + 1)) <= bytes)
         c++;
     o->nt_key = o->kind * NT_CLASSES + c;
     nt_stat_t *t = &s->ntst[o->nt_key];
@@ -992,6 +994,8 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                                 : (size_t)8 << 20;
     env = getenv("GCL_SHM_STAGE_NT");
     s->stage_nt = env && *env && strcmp(env, "auto") != 0 ? atoi(env) != 0 : -1;
+    env = getenv("GCL_SHM_STAGE_NT_MIN");
+    s->stage_nt_min = env && *env ? strtoull(env, NULL, 0) : NT_MIN_BYTES;
     size_t ctl = round_up(LINE + (size_t)local_size * 2 * LINE, 4096);
     env = getenv("GCL_SHM_NBUF");
     s->nbuf = env && *env ? strtoull(env, NULL, 0) : 3;
