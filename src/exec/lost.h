@@ -24,9 +24,8 @@
 #define IPU_LOST_TAG IPU_TRANSPORT_TAG_MAX
 #define IPU_PING_TAG (IPU_TRANSPORT_TAG_MAX - 1)
 #define IPU_PONG_TAG (IPU_TRANSPORT_TAG_MAX - 2)
-/* a ping unanswered this long: the peer is lost (seconds; the default of
- * ipu_lost_open's ping_s, which the pipeline makes --timeout / 4, at least
- * this) */
+/* a ping unanswered this long: the peer is lost (seconds; the least
+ * ipu_lost_open's ping_s, which the pipeline makes --timeout / 4) */
 #define IPU_LOST_PING_S 3.0
 /* a peer that answered is not pinged again for this long (seconds) */
 #define IPU_LOST_PING_EVERY_S 1.0
@@ -36,7 +35,7 @@
 typedef struct ipu_lost ipu_lost_t;
 
 /* Post the receives (notices and pings from every peer); a ping unanswered
- * for ping_s seconds (<= 0: IPU_LOST_PING_S) loses its peer. Errors:
+ * for ping_s seconds (at least IPU_LOST_PING_S) loses its peer. Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out);
 /* A notice arrived (8 of the receives tested at most every 10 ms, in turn,

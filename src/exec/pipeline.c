@@ -164,6 +164,14 @@ static int append(int **arr, int *n, int v)
     return 0;
 }
 
+static int has(const int *list, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == v)
+            return 1;
+    return 0;
+}
+
 static void *alloc_buf(size_t n)
 {
     return aligned_alloc(64, (n + 63) / 64 * 64 + 64);
@@ -192,23 +200,16 @@ static ipu_status_t build_local(pipe_t *pp, const int *node_stage, const ipu_bin
             if (pp->links[l].src == ls->s && append(&ls->out_links, &ls->n_out, l))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         }
+        /* the graph inputs it is fed and the graph outputs it gives, as
+         * ipu_stage_build_of() listed them */
         const ipu_stage_t *sg = &ls->stage;
-        for (int k = 0; k < g->n_inputs && st == IPU_OK; k++) {
-            int v = g->inputs[k], used = 0;
-            for (int j = 0; j < sg->n_nodes && !used; j++)
-                for (int q = 0; q < g->nodes[sg->nodes[j]].n_inputs; q++)
-                    used |= g->nodes[sg->nodes[j]].inputs[q] == v;
-            if (used && append(&ls->graph_in, &ls->n_graph_in, k))
+        for (int k = 0; k < g->n_inputs && st == IPU_OK; k++)
+            if (has(sg->inputs, sg->n_inputs, g->inputs[k]) && append(&ls->graph_in, &ls->n_graph_in, k))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-        }
-        for (int k = 0; k < g->n_outputs && st == IPU_OK; k++) {
-            const ipu_value_t *ov = &g->values[g->outputs[k]];
-            int s = ov->producer >= 0 ? node_stage[ov->producer] : 0;
-            if (s < 0) /* a folded (constant) output: the last stage gives it */
-                s = pp->S - 1;
-            if (s == ls->s && append(&ls->graph_out, &ls->n_graph_out, k))
+        for (int k = 0; k < g->n_outputs && st == IPU_OK; k++)
+            if (has(sg->outputs, sg->n_outputs, g->outputs[k]) &&
+                append(&ls->graph_out, &ls->n_graph_out, k))
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-        }
         if (st == IPU_OK && (ls->emitted = calloc((size_t)ls->n_out + 1, 1)) == NULL)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         if (st == IPU_OK) {
@@ -801,7 +802,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
             st = post_credit_recv(&pp, lk);
     }
     if (st == IPU_OK && pp.world > 1)
-        st = ipu_lost_open(pp.tr, pp.T / 4 > IPU_LOST_PING_S ? pp.T / 4 : IPU_LOST_PING_S, &pp.lost);
+        st = ipu_lost_open(pp.tr, pp.T / 4, &pp.lost);
     if (!lost) /* and the start of the run, all together */
         st = agree(&pp, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, &lost);
     if (st != IPU_OK) {

@@ -52,7 +52,7 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
         last[v] = -1;
         p.offset[v] = IPU_PLAN_NONE;
     }
-#define IS_ACT(v) ((v) >= 0 && g->values[v].data == NULL)
+#define IS_ACT(v) ipu_value_is_act(g, v)
     for (int k = 0; k < n_extern_in; k++)
         if (IS_ACT(extern_in[k]))
             first[extern_in[k]] = 0, last[extern_in[k]] = 0;

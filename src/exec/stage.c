@@ -96,8 +96,6 @@ fail:
     return st;
 }
 
-#define IS_ACT(g, v) ((v) >= 0 && (g)->values[v].data == NULL)
-
 /* Append v to list (length *n) unless seen[v]. */
 static void add_once(int *list, int *n, unsigned char *seen, int v)
 {
@@ -139,12 +137,12 @@ ipu_status_t ipu_stage_build_of(const ipu_graph_t *g, const int *stage_of, int s
         nodes[n++] = id;
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
-            if (IS_ACT(g, v) && (g->values[v].producer < 0 || stage_of[g->values[v].producer] != s))
+            if (ipu_value_is_act(g, v) && (g->values[v].producer < 0 || stage_of[g->values[v].producer] != s))
                 add_once(ins, &n_ins, in_seen, v);
         }
         for (int k = 0; k < nd->n_outputs; k++) {
             int v = nd->outputs[k];
-            if (IS_ACT(g, v) && away[v])
+            if (ipu_value_is_act(g, v) && away[v])
                 add_once(outs, &n_outs, out_seen, v);
         }
     }

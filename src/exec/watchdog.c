@@ -12,7 +12,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int started, armed;
 static struct timespec deadline;
-static double bound_s;
 static char line[512];
 
 static void *watch(void *arg)
@@ -48,9 +47,8 @@ void ipu_watchdog_arm(double seconds, int rank, const char *what)
         started = pthread_create(&th, &a, watch, NULL) == 0;
         pthread_attr_destroy(&a);
     }
-    bound_s = seconds;
     snprintf(line, sizeof line, "ipu-exec (rank %d): %s did not finish within %.0f s: a rank died "
-             "or hangs (see the other ranks' messages)\n", rank, what, bound_s);
+             "or hangs (see the other ranks' messages)\n", rank, what, seconds);
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += (time_t)seconds;
     deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);

@@ -157,6 +157,12 @@ const float *ipu_attr_floats(const ipu_node_t *n, const char *name, size_t *cnt)
 ipu_tensor_t ipu_value_tensor(const ipu_graph_t *g, int idx);
 /* Input slot i of node n as a value (NULL if absent or i >= n_inputs). */
 ipu_value_t *ipu_node_input(const ipu_graph_t *g, const ipu_node_t *n, int i);
+/* Value v (-1: an absent optional input) is an activation: computed or fed
+ * at run time, not a constant. */
+static inline int ipu_value_is_act(const ipu_graph_t *g, int v)
+{
+    return v >= 0 && g->values[v].data == NULL;
+}
 ipu_value_t *ipu_node_output(const ipu_graph_t *g, const ipu_node_t *n, int i);
 
 /* --- passes --------------------------------------------------------------- */

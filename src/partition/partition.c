@@ -90,8 +90,6 @@ static ipu_status_t items_make(const ipu_graph_t *g, const ipu_partition_params_
     return st;
 }
 
-#define IS_ACT(g, v) ((v) >= 0 && (g)->values[v].data == NULL)
-
 /* What the IPU of the stage made of items list[0..n) is charged: the stage
  * built by ipu_stage_build_of(), as the pipeline builds it, and measured by
  * ipu_stage_mem(), as ipu_device_load() does. first/last: the list is the
@@ -132,12 +130,12 @@ static size_t item_act_floor(const ipu_graph_t *g, const ipu_node_t *nd)
 {
     size_t outs = 0, in_max = 0;
     for (int k = 0; k < nd->n_inputs; k++)
-        if (IS_ACT(g, nd->inputs[k])) {
+        if (ipu_value_is_act(g, nd->inputs[k])) {
             size_t b = (vbytes(&g->values[nd->inputs[k]]) + 63) / 64 * 64;
             in_max = b > in_max ? b : in_max;
         }
     for (int k = 0; k < nd->n_outputs; k++)
-        if (IS_ACT(g, nd->outputs[k])) {
+        if (ipu_value_is_act(g, nd->outputs[k])) {
             size_t b = (vbytes(&g->values[nd->outputs[k]]) + 63) / 64 * 64;
             outs = (nd->op->flags & IPU_OP_ALIAS_INPUT0) ? (b > outs ? b : outs) : outs + b;
         }
@@ -367,7 +365,7 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
             if (v >= 0 && g->values[v].data && j < nd->n_inputs) {
                 cids[k++] = v;
                 cbytes[v] = vbytes(&g->values[v]);
-            } else if (IS_ACT(g, v)) {
+            } else if (ipu_value_is_act(g, v)) {
                 aids[ka++] = v;
                 abytes[v] = (vbytes(&g->values[v]) + 63) / 64 * 64;
             }
