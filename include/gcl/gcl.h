@@ -13,7 +13,8 @@
  *
  * Conventions (as UCX's and hwloc's headers state theirs):
  *  - Every function returns gcl_status_t: GCL_OK (0) or a negative error;
- *    gcl_status_string() names it. Outputs are written only on success.
+ *    gcl_status_string() names it. After an error the output buffers (and
+ *    an in-place input) may be partly written.
  *  - Counts are element counts (not bytes) of the given dtype; buffers are
  *    host memory owned by the caller and must stay valid until the
  *    collective completes (for non-blocking calls: until test/wait reports
@@ -87,7 +88,8 @@ size_t gcl_dtype_size(gcl_dtype_t dtype);
 
 /** Reductions. float16/bfloat16 are reduced in float32 arithmetic, each
  *  partial result rounded to the dtype (nearest even). GCL_AVG is the sum divided by the group size
- *  (integer division, truncating, for integer dtypes). */
+ *  (integer division, truncating, for integer dtypes); the sum is taken in the dtype, so it wraps
+ *  (integers) or overflows to inf (float16) before the division, as a SUM would. */
 typedef enum { GCL_SUM = 0, GCL_PROD, GCL_MIN, GCL_MAX, GCL_AVG, GCL_OP_COUNT } gcl_op_t;
 
 /** Pass as the send buffer to work in place on the receive buffer. */
@@ -146,7 +148,9 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
 /** GCL/PopART-style replica groups of comm (Graphcore's CommGroup):
  *  GCL_GROUP_ALL: one group of everyone;
  *  GCL_GROUP_CONSECUTIVE(k): {0..k-1}, {k..2k-1}, ...;
- *  GCL_GROUP_ORTHOGONAL(k): {i, i+k, i+2k, ...} for i in [0, k).
+ *  GCL_GROUP_ORTHOGONAL(k): {i, i+k, i+2k, ...} for i in [0, k): the groups
+ *  orthogonal to CONSECUTIVE(k), as Graphcore's CommGroupType::Orthogonal
+ *  (so k groups of size/k members: group_size is the CONSECUTIVE size).
  *  group_size must divide the communicator size (else GCL_ERR_INVALID_ARG). */
 typedef enum { GCL_GROUP_ALL = 0, GCL_GROUP_CONSECUTIVE, GCL_GROUP_ORTHOGONAL } gcl_group_t;
 gcl_status_t gcl_comm_split_group(gcl_comm_t *comm, gcl_group_t kind, int group_size, gcl_comm_t **out);

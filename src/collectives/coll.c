@@ -34,6 +34,9 @@ static gcl_status_t check(const gcl_comm_t *c, const gcl_args_t *a)
     int root_only = a->coll == GCL_COLL_REDUCE && c->rank != a->root;
     if (a->send == NULL || (a->recv == NULL && !root_only))
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL buffer", n);
+    if (a->recv == GCL_IN_PLACE)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: GCL_IN_PLACE is not a buffer%s", n,
+                             a->coll == GCL_COLL_BROADCAST ? "" : " (in place: pass it as the send buffer)");
     if (a->send == GCL_IN_PLACE && (a->coll == GCL_COLL_ALLTOALL || root_only))
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: GCL_IN_PLACE is not allowed here%s", n,
                              root_only ? " (only at the root)" : "");
@@ -86,13 +89,33 @@ static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
     }
 }
 
+/* The oldest of c's collectives the user has not completed yet (NULL:
+ * none). The live list is oldest first. */
+static const gcl_request_t *oldest_live(const gcl_comm_t *c)
+{
+    for (const gcl_request_t *r = c->ctx->live; r; r = r->live_next)
+        if (r->comm == c && r->scope == GCL_SCOPE_COLL)
+            return r;
+    return NULL;
+}
+
 gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out)
 {
     gcl_status_t st = check(c, a);
+    /* GCL_DEBUG: an argument error goes to every member (it would leave
+     * the others a call ahead) */
+    if (c != NULL && !internal && c->ctx->debug)
+        st = gcl_debug_check(c, a, st);
     if (st != GCL_OK)
         return st;
-    if (!internal && c->ctx->debug && (st = gcl_debug_check(c, a)) != GCL_OK)
-        return st;
+    /* a call's tags carry its sequence number modulo 2^GCL_SEQ_BITS: a
+     * call that far ahead of one still outstanding would take its data */
+    const gcl_request_t *old = internal ? NULL : oldest_live(c);
+    if (old && c->seq - old->seq >= (1u << GCL_SEQ_BITS))
+        return gcl_set_error(GCL_ERR_INVALID_ARG,
+                             "gcl_%s: %u collective calls on communicator %u are outstanding since #%u, "
+                             "the most there may be: complete some (gcl_wait/gcl_test) before starting more",
+                             gcl_coll_name(a->coll), c->seq - old->seq, c->id, old->seq);
     size_t bytes = coll_bytes(c, a);
     gcl_alg_t alg = gcl_decide(c, a->coll, bytes);
     if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))

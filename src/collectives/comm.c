@@ -197,7 +197,7 @@ int gcl_comm_shm(gcl_comm_t *c)
     }
     const char *s = getenv("GCL_SHM_SLOT_BYTES");
     size_t slot = s ? strtoull(s, NULL, 0) : 0;
-    if (slot < 4096)
+    if (slot < 4096 || slot > ((size_t)256 << 20)) /* unset or out of range (e.g. "-1") */
         slot = GCL_SHM_SLOT_BYTES;
     gcl_status_t st = gcl_shm_open(c->rank, c->size, slot, shm_allgather_cb, c, &c->shm);
     int ok = st == GCL_OK, *all = malloc((size_t)c->size * sizeof(int));

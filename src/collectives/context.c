@@ -117,7 +117,8 @@ static int read_env(gcl_ctx_t *ctx)
     ctx->seg_bytes = s ? strtoull(s, NULL, 0) : 0;
     if (ctx->seg_bytes < 4096)
         ctx->seg_bytes = 256 << 10;
-    ctx->no_shm = getenv("GCL_NO_SHM") != NULL;
+    const char *no_shm = getenv("GCL_NO_SHM");
+    ctx->no_shm = no_shm != NULL && *no_shm != '\0' && strcmp(no_shm, "0") != 0;
     return gcl_decision_init(ctx);
 }
 

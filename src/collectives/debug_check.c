@@ -10,7 +10,7 @@
 typedef struct desc {
     int32_t coll, dtype, op, root;
     uint64_t count;
-    uint32_t seq, pad;
+    uint32_t seq, bad; /* bad: the member's own argument check failed */
 } desc_t;
 
 static const char *dtype_name(int d)
@@ -26,15 +26,18 @@ static const char *op_name(int o)
     return o >= 0 && o < GCL_OP_COUNT ? n[o] : "-";
 }
 
-gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a)
+gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a, gcl_status_t local)
 {
     if (c->size == 1)
-        return GCL_OK;
+        return local;
+    char mine[512];
+    snprintf(mine, sizeof(mine), "%s", gcl_last_error());
     int red = a->coll == GCL_COLL_ALLREDUCE || a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_REDUCE_SCATTER;
     int rooted = a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_BROADCAST;
     int data = a->coll != GCL_COLL_BARRIER;
     desc_t me = {.coll = a->coll, .dtype = data ? (int32_t)a->dtype : -1, .op = red ? (int32_t)a->op : -1,
-                 .root = rooted ? a->root : -1, .count = data ? a->count : 0, .seq = c->seq};
+                 .root = rooted ? a->root : -1, .count = data ? a->count : 0, .seq = c->seq,
+                 .bad = local != GCL_OK};
     desc_t *all = malloc((size_t)c->size * sizeof(desc_t));
     if (all == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory (GCL_DEBUG)", gcl_coll_name(a->coll));
@@ -50,7 +53,9 @@ gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a)
         char head[160];
         snprintf(head, sizeof(head), "GCL_DEBUG: collective #%u on communicator %u (this is rank %d, in gcl_%s): "
                  "rank %d", z->seq, c->id, c->rank, what, i);
-        if (d->coll != z->coll)
+        if (d->bad)
+            st = gcl_set_error(GCL_ERR_MISMATCH, "%s passed invalid arguments (its own error says which)", head);
+        else if (d->coll != z->coll)
             st = gcl_set_error(GCL_ERR_MISMATCH, "%s called gcl_%s, rank 0 gcl_%s", head,
                                gcl_coll_name((gcl_coll_t)d->coll), gcl_coll_name((gcl_coll_t)z->coll));
         else if (d->seq != z->seq)
@@ -67,7 +72,13 @@ gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a)
         else if (d->root != z->root)
             st = gcl_set_error(GCL_ERR_MISMATCH, "%s passed root %d, rank 0 root %d", head, d->root, z->root);
     }
+    if (st == GCL_OK && z->bad)
+        st = gcl_set_error(GCL_ERR_MISMATCH, "GCL_DEBUG: collective #%u on communicator %u (this is rank %d, in "
+                           "gcl_%s): rank 0 passed invalid arguments (its own error says which)", z->seq, c->id,
+                           c->rank, what);
     free(all);
+    if (local != GCL_OK)
+        st = gcl_set_error(local, "%s", mine); /* this member's own error */
     if (st != GCL_OK)
         c->seq++; /* the collective counts as called, so later ones stay aligned */
     return st;

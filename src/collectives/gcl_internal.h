@@ -65,6 +65,7 @@ struct gcl_comm {
     int *world;                /* comm rank -> world rank */
     unsigned id, sub_id;       /* tag ids: this comm; its host-local and leader comms */
     uint32_t seq, dbg_seq, int_seq;
+    uint64_t moved;            /* steps of its calls completed so far (timeouts) */
     double timeout_s;
     int is_world, internal;
     /* host topology */
@@ -127,7 +128,9 @@ struct gcl_request {
     int *succ, *ready_comm, *ready_local, *active;
     int nready_comm, nready_local, nactive, ndone;
     int started, err;          /* err: a build error (status) */
-    double deadline;
+    double deadline;           /* > 0: timed (test_once in schedule.c) */
+    int waited;                /* tested or waited on yet */
+    uint64_t seen_moved;       /* comm_moved() then */
     void *avg_buf;             /* AVG: divide avg_count elements by avg_n at the end */
     size_t avg_count;
     int avg_n;
@@ -204,7 +207,11 @@ int gcl_shm_possible(const gcl_comm_t *c);
  * collective. internal: a child of another request (no check, no log). */
 gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out);
 gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a);
-gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a);
+/* GCL_DEBUG: allgather every member's call (and whether its own argument
+ * check, local, failed); GCL_ERR_MISMATCH where they differ or another
+ * member's arguments were invalid, local (with its message) where this
+ * member's were. */
+gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a, gcl_status_t local);
 
 /* builders, one per collective; alg already decided and applicable */
 gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);

@@ -299,6 +299,7 @@ static void complete(gcl_request_t *r, int i)
     gcl_sop_t *o = &r->ops[i];
     o->state = 2;
     r->ndone++;
+    r->comm->moved++;
     for (int k = o->nsucc - 1; k >= 0; k--) {
         int s = r->succ[o->succ_off + k];
         if (--r->ops[s].nwait == 0)
@@ -506,14 +507,36 @@ static gcl_status_t timed_out(gcl_request_t *r)
     return GCL_ERR_TIMED_OUT;
 }
 
-/* Progress r (others: the other live requests first, oldest first). */
+/* Steps completed on c and on the host-local and leader communicators its
+ * hierarchical calls use. */
+static uint64_t comm_moved(const gcl_comm_t *c)
+{
+    return c->moved + (c->local_comm ? c->local_comm->moved : 0) + (c->leader_comm ? c->leader_comm->moved : 0);
+}
+
+/* Progress r (others: the other live requests first, oldest first).
+ * The timeout bounds how long r's communicator goes without progress while
+ * the caller waits on r: the deadline restarts at the first test or wait of
+ * r and whenever a step of a call on the communicator has completed since
+ * (a call queued behind others is not stuck), so neither a late gcl_wait
+ * (compute overlapped with the call) nor a long call that keeps moving
+ * times out. */
 static gcl_status_t test_once(gcl_request_t *r, int others)
 {
     if (others && (r->comm->ctx->live != r || r->live_next))
         gcl_progress_live(r->comm->ctx, r);
     gcl_status_t st = gcl_req_progress(r);
-    if (st == GCL_IN_PROGRESS && r->deadline > 0 && gcl_now() > r->deadline)
+    if (st != GCL_IN_PROGRESS || r->deadline <= 0 || r->comm->timeout_s <= 0)
+        return st;
+    double now = gcl_now();
+    uint64_t moved = comm_moved(r->comm);
+    if (!r->waited || moved != r->seen_moved) {
+        r->waited = 1;
+        r->seen_moved = moved;
+        r->deadline = now + r->comm->timeout_s;
+    } else if (now > r->deadline) {
         return timed_out(r);
+    }
     return st;
 }
 
@@ -598,8 +621,10 @@ static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t 
     if (tag < 0 || (uint64_t)tag >= (UINT64_C(1) << GCL_P2P_TAG_BITS))
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: tag %d not in [0, 2^%d)", name, tag,
                              GCL_P2P_TAG_BITS);
-    if (buf == NULL && count > 0)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL buffer", name);
+    if (count > 0 && (buf == NULL || buf == GCL_IN_PLACE))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: %s buffer", name, buf ? "GCL_IN_PLACE as a" : "NULL");
+    if (count > ((size_t)1 << 60) / gcl_dtype_size(dtype))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: count %zu too large", name, count);
     gcl_request_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", name);

@@ -6,13 +6,16 @@
  *    the silent rank; the default timeout of gcl_init_params: barrier);
  *  - mismatch (a world made with GCL_DEBUG=1): the last rank calls with
  *    another count, dtype, op, root or collective; every rank gets
- *    GCL_ERR_MISMATCH. Calls that match still succeed with GCL_DEBUG=1.
+ *    GCL_ERR_MISMATCH; one rank's argument error is GCL_ERR_MISMATCH at the
+ *    others. Calls that match still succeed with GCL_DEBUG=1.
+ *  - late wait and sequence window (every rank): late_wait_and_window.
  * Each case runs on a communicator of its own, split off while all ranks
  * took part. */
 #include "gcl_test.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void timed(const char *what, gcl_status_t st, double t0, double timeout, gcl_status_t want)
 {
@@ -21,6 +24,62 @@ static void timed(const char *what, gcl_status_t st, double t0, double timeout, 
     if (want == GCL_ERR_TIMED_OUT)
         CHECK(el >= 0.9 * timeout, "%s: returned after %.3f s, before the timeout of %.3f s", what, el, timeout);
     CHECK(el <= timeout + 5, "%s: returned after %.3f s (timeout %.3f s)", what, el, timeout);
+}
+
+/* Every rank takes part. A non-blocking allreduce waited on 3 timeouts
+ * after every rank started it (compute overlapped with the call) still
+ * succeeds: the timeout bounds time without progress while waited on.
+ * And the sequence window: with 1024 calls outstanding on a communicator
+ * the 1025th is refused on every rank, and the 1024 then complete with
+ * the right sums (a call 1024 ahead would otherwise take another's data). */
+static void late_wait_and_window(gcl_comm_t *w, double T)
+{
+    enum { BIG = 1 << 20, WINDOW = 1024 };
+    gcl_comm_t *c = NULL;
+    if (!gok(gcl_comm_split(w, 0, rank, &c), "split") || !gok(gcl_comm_set_timeout(c, T), "set timeout"))
+        return;
+    int32_t *x = malloc(BIG * sizeof(int32_t)), *y = calloc(BIG, sizeof(int32_t));
+    int32_t want = size * (size + 1) / 2; /* x = rank + 1 everywhere */
+    for (size_t i = 0; i < BIG; i++)
+        x[i] = rank + 1;
+    gcl_request_t *req = NULL;
+    gcl_status_t st = gcl_iallreduce(x, y, BIG, GCL_INT32, GCL_SUM, c, &req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    usleep((useconds_t)(3 * T * 1e6));
+    if (st == GCL_OK)
+        st = gcl_wait(&req);
+    gok(st, "iallreduce of 4 MiB waited on 3 timeouts after every rank started it");
+    size_t bad = 0;
+    for (size_t i = 0; i < BIG; i++)
+        bad += y[i] != want;
+    CHECK(bad == 0, "late-waited iallreduce: %zu of %d elements wrong", bad, BIG);
+
+    gcl_request_t **reqs = calloc(WINDOW, sizeof(*reqs));
+    int32_t *out = calloc(WINDOW, sizeof(int32_t)), one = rank + 1, *ins = malloc(WINDOW * sizeof(int32_t));
+    int started = 0;
+    for (int i = 0; i < WINDOW; i++) {
+        ins[i] = (rank + 1) * (i + 1);
+        started += gok(gcl_iallreduce(&ins[i], &out[i], 1, GCL_INT32, GCL_SUM, c, &reqs[i]), "iallreduce in the window");
+    }
+    gcl_request_t *extra = NULL;
+    gexpect(gcl_iallreduce(&one, y, 1, GCL_INT32, GCL_SUM, c, &extra), GCL_ERR_INVALID_ARG,
+            "the 1025th outstanding iallreduce on one communicator");
+    CHECK(extra == NULL && strstr(gcl_last_error(), "outstanding") != NULL,
+          "the refused call: request %p, message \"%s\"", (void *)extra, gcl_last_error());
+    if (started == WINDOW && gok(gcl_wait_all(WINDOW, reqs), "gcl_wait_all of the window")) {
+        bad = 0;
+        for (int i = 0; i < WINDOW; i++)
+            bad += out[i] != want * (i + 1);
+        CHECK(bad == 0, "window of %d iallreduces: %zu results wrong", WINDOW, bad);
+    }
+    gok(gcl_allreduce(&one, y, 1, GCL_INT32, GCL_SUM, c), "allreduce after the window");
+    CHECK(y[0] == want, "allreduce after the window: %d, want %d", (int)y[0], (int)want);
+    free(reqs);
+    free(out);
+    free(ins);
+    free(x);
+    free(y);
+    gcl_comm_destroy(c);
 }
 
 void suite_timeout(void)
@@ -40,6 +99,7 @@ void suite_timeout(void)
         gok(gcl_barrier(s[i]), "barrier on a fresh communicator");
         gok(gcl_comm_set_timeout(s[i], T), "gcl_comm_set_timeout");
     }
+    late_wait_and_window(w, T);
     float *x = calloc((size_t)N * (size_t)size, sizeof(float)), *y = calloc((size_t)N * (size_t)size, sizeof(float));
     if (!late && s[0] && s[1] && s[2] && s[3]) {
         gcl_request_t *req = NULL;
@@ -137,6 +197,22 @@ void suite_mismatch(void)
             CHECK(*gcl_last_error() != '\0', "%s: gcl_last_error() empty", MM_NAME[c]);
         gcl_comm_destroy(comm);
         MPI_Barrier(MPI_COMM_WORLD);
+    }
+    /* an argument error at one member (the root of a reduce passes a NULL
+     * receive buffer) reaches every member, and the next, correct reduce
+     * gives the right sum at the root */
+    gcl_comm_t *comm = NULL;
+    if (gok(gcl_comm_split(dw, 0, rank, &comm), "split")) {
+        int root = size - 1;
+        int32_t a = rank + 1, b = 0;
+        st = gcl_reduce(&a, rank == root ? NULL : &b, 1, GCL_INT32, GCL_SUM, root, comm);
+        gexpect(st, rank == root ? GCL_ERR_INVALID_ARG : GCL_ERR_MISMATCH, "reduce, NULL receive buffer at the root");
+        CHECK(rank != root || strstr(gcl_last_error(), "NULL") != NULL, "the root's error lost its own message: %s",
+              gcl_last_error());
+        gok(gcl_reduce(&a, &b, 1, GCL_INT32, GCL_SUM, root, comm), "reduce after an argument error");
+        CHECK(rank != root || b == size * (size + 1) / 2, "reduce after an argument error: %d, want %d", (int)b,
+              size * (size + 1) / 2);
+        gcl_comm_destroy(comm);
     }
     free(x);
     free(y);

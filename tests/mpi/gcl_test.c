@@ -477,7 +477,16 @@ static void suite_api(void)
     gexpect(gcl_reduce(x, y, 8, GCL_FLOAT32, GCL_SUM, size, world), GCL_ERR_INVALID_ARG, "reduce root = size");
     gexpect(gcl_isend(x, 8, GCL_FLOAT32, size, 0, world, &req), GCL_ERR_INVALID_ARG, "isend peer = size");
     gexpect(gcl_irecv(y, 8, GCL_FLOAT32, 0, -1, world, &req), GCL_ERR_INVALID_ARG, "irecv tag -1");
+    gexpect(gcl_isend(GCL_IN_PLACE, 8, GCL_FLOAT32, 0, 0, world, &req), GCL_ERR_INVALID_ARG, "isend GCL_IN_PLACE");
+    gexpect(gcl_irecv((void *)GCL_IN_PLACE, 8, GCL_FLOAT32, 0, 0, world, &req), GCL_ERR_INVALID_ARG,
+            "irecv GCL_IN_PLACE");
+    gexpect(gcl_isend(x, ((size_t)1 << 62) + 1, GCL_FLOAT32, 0, 0, world, &req), GCL_ERR_INVALID_ARG,
+            "isend count * 4 past 2^64");
     CHECK(req == NULL, "request set by a failed call");
+    gexpect(gcl_broadcast((void *)GCL_IN_PLACE, 8, GCL_FLOAT32, 0, world), GCL_ERR_INVALID_ARG,
+            "broadcast GCL_IN_PLACE");
+    gexpect(gcl_allreduce(x, (void *)GCL_IN_PLACE, 8, GCL_FLOAT32, GCL_SUM, world), GCL_ERR_INVALID_ARG,
+            "allreduce recv GCL_IN_PLACE");
     gexpect(gcl_comm_split_group(world, GCL_GROUP_CONSECUTIVE, size + 1, &sub), GCL_ERR_INVALID_ARG,
             "split_group CONSECUTIVE(size + 1)");
     gexpect(gcl_comm_split_group(world, GCL_GROUP_ORTHOGONAL, 0, &sub), GCL_ERR_INVALID_ARG,
