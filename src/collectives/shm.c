@@ -7,7 +7,10 @@
  *   GCL_SHM_NBUF says up to NBUF = 7).
  * An "in" line holds the member's in counter and B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
- * (one cache-line transfer per peer).
+ * (one cache-line transfer per peer). A "red" line holds the red counter
+ * and who the member is (pid, pid namespace, start time: written at open,
+ * read only to look for a lost member); the header line, the member found
+ * lost, if any ("lost members" below).
  *
  * Every operation consumes a range of global segment numbers g (1, 2, ...),
  * the same on every member because all start the same ops in the same order
@@ -53,6 +56,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -75,11 +79,24 @@ typedef struct {
     unsigned char inl[NBUF][INL_BYTES];
 } in_line_t;
 
+/* A member's "red" line: its red counter, then who the member is (written
+ * once at open, read by the others only when they look for a lost peer). */
+typedef struct {
+    _Atomic uint64_t red;
+    _Atomic int32_t pid;     /* getpid() (0: not known) */
+    int32_t pad;
+    uint64_t start;          /* start time, clock ticks since boot (/proc/<pid>/stat
+                              * field 22); 0: unknown */
+    uint64_t ns_dev, ns_ino; /* its pid namespace (stat of /proc/self/ns/pid); 0: unknown */
+} red_line_t;
+_Static_assert(sizeof(red_line_t) <= LINE, "a red line fits its line");
+
 typedef struct {
     uint64_t magic;
     uint64_t bytes;
     uint64_t slot;
     int32_t size;
+    _Atomic int32_t lost;    /* 1 + the local rank a member found lost; 0: none */
 } header_t;
 
 enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER, K_COUNT };
@@ -134,7 +151,13 @@ struct gcl_shm {
     uint64_t *seen_in, *seen_red; /* last values read from the peers */
     const char **srcs;            /* size entries: reduction sources */
     gcl_shm_op_t *head, *tail, *free_ops;
-    int broken;
+    int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*) */
+    /* lost members (peer_gone below): looked for only once the head op has
+     * made no progress for LOST_IDLE_S */
+    unsigned idle_polls;
+    uint64_t idle_mark[5];        /* the head op's progress when last looked at */
+    double idle_next;             /* when to look at the members next */
+    int lost_rank, lost_pid;      /* the member found lost, its pid */
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -152,13 +175,19 @@ static gcl_status_t fail(gcl_status_t gst, ipu_status_t ist, const char *fmt, ..
     return gst;
 }
 
+static gcl_status_t broken_error(const gcl_shm_t *s, const char *what);
+
 static inline in_line_t *in_line(const gcl_shm_t *s, int j)
 {
     return (in_line_t *)(void *)(s->base + LINE + (size_t)j * 2 * LINE);
 }
+static inline red_line_t *red_line(const gcl_shm_t *s, int j)
+{
+    return (red_line_t *)(void *)(s->base + LINE + (size_t)j * 2 * LINE + LINE);
+}
 static inline _Atomic uint64_t *red_ctr(const gcl_shm_t *s, int j)
 {
-    return (_Atomic uint64_t *)(void *)(s->base + LINE + (size_t)j * 2 * LINE + LINE);
+    return &red_line(s, j)->red;
 }
 static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
 {
@@ -517,9 +546,7 @@ static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_
     if (s == NULL)
         return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL segment", what);
     if (s->broken)
-        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                    "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled "
-                    "operation", what);
+        return broken_error(s, what);
     gcl_shm_op_t *o = s->free_ops;
     if (o != NULL)
         s->free_ops = o->next;
@@ -804,6 +831,167 @@ gcl_status_t gcl_shm_barrier_start(gcl_shm_t *s, gcl_shm_op_t **out)
     return op_post(o, s->size > 1, out);
 }
 
+/* -------------------------------------------------------- lost members */
+
+/* A member killed mid-collective never publishes again, and the others
+ * would wait for it until their timeout (for ever without one). So a member
+ * whose head op has made no progress for LOST_IDLE_S looks at the others'
+ * processes, again every LOST_RECHECK_S while that lasts. A member whose
+ * process is gone (kill(pid, 0) says ESRCH, or /proc says it is a zombie or
+ * its pid is now another process's) and whose counters show it had not
+ * done its part of the op is lost: the finder writes it into the header,
+ * so that every member waiting (perhaps on the finder, which stops) takes
+ * it at its next look, and every op of the segment, pending or later,
+ * fails with GCL_ERR_TRANSPORT naming it. A member that finished its part
+ * before it exited is not lost for this op (a broadcast's root, a reduce's
+ * other members may leave first). A member stopped (SIGSTOP), slow or
+ * descheduled is alive: its peers wait until their timeout. Members whose
+ * pid means nothing here (another pid namespace, or either side could not
+ * tell its namespace) are never looked at: they end in the timeout, as
+ * before. Nothing of this runs while data moves: a poll that finds nothing
+ * ready counts, and every LOST_POLLS-th reads the clock. */
+#define LOST_POLLS 16 /* a power of 2 */
+#define LOST_IDLE_S 0.2
+#define LOST_RECHECK_S 0.1
+
+/* Fields 1 (pid), 3 (state) and 22 (start time) of a /proc/<pid>/stat; 0 ok. */
+static int read_stat(const char *path, long *pid, char *state, uint64_t *start)
+{
+    char b[1024];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, b, sizeof(b) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    b[n] = 0;
+    char *e, *p = strrchr(b, ')'); /* the end of field 2, (comm) */
+    *pid = strtol(b, &e, 10);
+    if (p == NULL || e == b || p[1] != ' ' || p[2] == 0)
+        return -1;
+    p += 2;
+    *state = *p;
+    for (int f = 3; f < 22; f++)
+        if ((p = strchr(p, ' ')) == NULL)
+            return -1;
+        else
+            p++;
+    unsigned long long v = strtoull(p, &e, 10);
+    if (e == p)
+        return -1;
+    *start = v;
+    return 0;
+}
+
+/* Write who this member is into its red line (at open). */
+static void publish_identity(gcl_shm_t *s)
+{
+    red_line_t *me = red_line(s, s->rank);
+    long pid = (long)getpid(), spid = 0;
+    char state;
+    uint64_t start = 0;
+    struct stat ns;
+    me->start = 0;
+    me->ns_dev = me->ns_ino = 0;
+    /* /proc shows this process under its own pid: /proc is of this pid
+     * namespace, and its entries and the namespace link can be trusted */
+    if (read_stat("/proc/self/stat", &spid, &state, &start) == 0 && spid == pid &&
+        stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != 0) {
+        me->start = start;
+        me->ns_dev = (uint64_t)ns.st_dev;
+        me->ns_ino = (uint64_t)ns.st_ino;
+    }
+    atomic_store_explicit(&me->pid, (int32_t)pid, memory_order_release);
+}
+
+/* 1 if member j's process is gone; 0 if it lives, or cannot be told. */
+static int peer_gone(const gcl_shm_t *s, int j)
+{
+    red_line_t *me = red_line(s, s->rank), *p = red_line(s, j);
+    long pid = atomic_load_explicit(&p->pid, memory_order_acquire);
+    /* its pid means something here only in this pid namespace */
+    if (pid <= 0 || pid == (long)getpid() || me->ns_ino == 0 || p->ns_ino != me->ns_ino ||
+        p->ns_dev != me->ns_dev)
+        return 0;
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH; /* EPERM: it exists */
+    /* it exists: not yet reaped, or its pid given to another process */
+    char path[48], state;
+    long spid;
+    uint64_t start;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (me->start == 0 || p->start == 0 || read_stat(path, &spid, &state, &start) != 0 ||
+        spid != pid)
+        return 0; /* (gone since, or hidden: kill says so next time) */
+    return start != p->start || state == 'Z' || state == 'X';
+}
+
+/* Does op h still need something from member j (its counters are final
+ * once its process is gone)? */
+static int needs(const gcl_shm_t *s, const gcl_shm_op_t *h, int j)
+{
+    uint64_t last = h->g0 + h->nseg - 1;
+    if (atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire) < last)
+        return 1;
+    int red = !h->oneshot &&
+              (h->kind == K_ALLREDUCE || (h->kind == K_REDUCE && s->rank == h->root));
+    return red && atomic_load_explicit(red_ctr(s, j), memory_order_acquire) < last;
+}
+
+/* The head op h found nothing to do, again: 1 when a member is now known
+ * lost (s->broken = 2), else 0. */
+static __attribute__((noinline)) int lost_check(gcl_shm_t *s, const gcl_shm_op_t *h)
+{
+    uint64_t mark[5] = {h->g0, h->k_in, h->k_red, h->k_out, (uint64_t)h->sub};
+    double now = gcl_now();
+    if (memcmp(mark, s->idle_mark, sizeof(mark)) != 0) { /* it moved since */
+        memcpy(s->idle_mark, mark, sizeof(mark));
+        s->idle_next = now + LOST_IDLE_S;
+        return 0;
+    }
+    if (now < s->idle_next)
+        return 0;
+    s->idle_next = now + LOST_RECHECK_S;
+    header_t *hd = (header_t *)(void *)s->base;
+    int lost = atomic_load_explicit(&hd->lost, memory_order_acquire) - 1;
+    for (int j = 0; lost < 0 && j < s->size; j++)
+        if (j != s->rank && needs(s, h, j) && peer_gone(s, j)) {
+            int32_t none = 0;
+            lost = atomic_compare_exchange_strong(&hd->lost, &none, j + 1) ? j : none - 1;
+        }
+    if (lost < 0 || lost >= s->size)
+        return 0;
+    s->broken = 2;
+    s->lost_rank = lost;
+    s->lost_pid = atomic_load_explicit(&red_line(s, lost)->pid, memory_order_acquire);
+    return 1;
+}
+
+int gcl_shm_lost(const gcl_shm_t *s, int *pid)
+{
+    if (s == NULL || s->broken != 2)
+        return -1;
+    if (pid)
+        *pid = s->lost_pid;
+    return s->lost_rank;
+}
+
+/* The error of every op of a broken segment. */
+static gcl_status_t broken_error(const gcl_shm_t *s, const char *what)
+{
+    if (s->broken == 2)
+        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                    "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
+                    "the job cannot continue", what, s->lost_rank, s->size, s->lost_pid);
+    return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled operation",
+                what);
+}
+
+static const char *const kind_name[K_COUNT] = {"allreduce", "reduce", "reduce_scatter",
+                                               "allgather", "broadcast", "barrier"};
+
 gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
 {
     if (op == NULL)
@@ -813,9 +1001,7 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
         gcl_shm_op_t *h = s->head;
         if (s->broken) {
             op->done = 1;
-            op->status = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                              "gcl_shm: the shared-memory segment was abandoned after a "
-                              "cancelled operation");
+            op->status = broken_error(s, kind_name[op->kind]);
             break;
         }
         if (h->held)
@@ -825,8 +1011,11 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
             if (h->nt_key >= 0)
                 h->t0 = gcl_now();
         }
-        if (h->nseg > 0 && !step(h))
-            return GCL_IN_PROGRESS;
+        if (h->nseg > 0 && !step(h)) {
+            if ((++s->idle_polls & (LOST_POLLS - 1)) != 0 || !lost_check(s, h))
+                return GCL_IN_PROGRESS;
+            continue; /* a member is lost: op fails above */
+        }
         stage_nt_update(h);
         h->done = 1;
         s->head = h->next;
@@ -979,6 +1168,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     s->seen_red = seen + local_size;
     s->srcs = (const char **)(void *)(seen + 2 * local_size);
     s->next_g = 1;
+    s->lost_rank = -1;
     if (slot_bytes == 0)
         slot_bytes = GCL_SHM_SLOT_BYTES;
     s->slot = round_up(slot_bytes < (size_t)64 * 2 * local_size ? (size_t)64 * 2 * local_size
@@ -1053,6 +1243,8 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                               "gcl_shm_open: %s is not a libgcl segment", all[0].name);
             }
         }
+        if (st == GCL_OK)
+            publish_identity(s);
         /* 2: everyone attached (or not): unlink, agree on the outcome */
         ok = st == GCL_OK;
         int32_t *oks = all ? (int32_t *)(void *)all : NULL;

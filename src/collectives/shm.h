@@ -62,4 +62,14 @@ void gcl_shm_release(gcl_shm_op_t *op);
 /* Abandon an op (after a timeout); the segment is unusable afterwards. */
 void gcl_shm_cancel(gcl_shm_op_t *op);
 
+/* A member killed mid-collective: once an op has waited about 0.2 s
+ * without progress, the waiting member checks the other members' processes
+ * (shm.c, "lost members"); when one that the op still needs is gone, that
+ * op and every other op of the segment, pending or started later, fail with
+ * GCL_ERR_TRANSPORT ("lost rank j of n on this host (pid p) ..."), on every
+ * member within about a second, with or without a timeout. A member merely
+ * stopped or slow is not lost (the caller's timeout ends the wait).
+ * gcl_shm_lost: that member's local rank (and *pid, if not NULL), or -1. */
+int gcl_shm_lost(const gcl_shm_t *shm, int *pid);
+
 #endif
