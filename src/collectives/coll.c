@@ -170,7 +170,7 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
     c->seq++; /* as a request would take */
     gcl_status_t st = gcl_shm_start_args(c->shm, &s, &op);
     if (st != GCL_OK)
-        return st;
+        return gcl_comm_shm_error(c, n, st);
     double deadline = 0;
     for (unsigned spin = 0; (st = gcl_shm_progress(op)) == GCL_IN_PROGRESS; spin++) {
         if ((spin & 63) == 0 && c->timeout_s > 0) {
@@ -189,7 +189,9 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
             gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */
         gcl_idle(c->ctx, spin);
     }
-    if (st == GCL_OK && avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
+    if (st != GCL_OK)
+        return gcl_comm_shm_error(c, n, st); /* a member lost, or the segment abandoned */
+    if (avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
         gcl_reduce_finish_avg(a->recv, a->count, a->dtype, c->size);
     return st;
 }

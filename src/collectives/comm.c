@@ -217,6 +217,21 @@ int gcl_comm_shm(gcl_comm_t *c)
     return 1;
 }
 
+gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st)
+{
+    int pid = 0, j = gcl_shm_lost(c->shm, &pid);
+    if (j >= 0 && j < c->size)
+        return gcl_set_error(GCL_ERR_TRANSPORT,
+                             "gcl_%s (shm) on communicator %u (rank %d of %d): lost rank %d (world "
+                             "rank %d) on host %s (its process, pid %d, is gone); the job cannot "
+                             "continue", name, c->id, c->rank, c->size, j, c->world[j],
+                             ipu_transport_host(c->ctx->tp, c->world[j]), pid);
+    char msg[900];
+    snprintf(msg, sizeof(msg), "%s", ipu_error_message());
+    return gcl_set_error(st, "gcl_%s (shm) on communicator %u (rank %d of %d): %s", name, c->id,
+                         c->rank, c->size, msg);
+}
+
 /* ------------------------------------------------------------- splits */
 
 typedef struct split_rec {

@@ -192,6 +192,11 @@ void gcl_comm_shm_eager(gcl_comm_t *c);
 /* Open the shm segment of c's host (c must be on one host); collective over
  * c. 1 if usable, 0 if not (agreed by all members). */
 int gcl_comm_shm(gcl_comm_t *c);
+/* The status st (not GCL_OK) of a shm op of c's segment that failed to
+ * start or run, as gcl_last_error() gives it: a member lost names its rank
+ * in c, world rank and host, as the transport does (GCL_ERR_TRANSPORT);
+ * otherwise the segment's message. Returns st. */
+gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st);
 /* Blocking allgather of len bytes over c in the internal scope. */
 gcl_status_t gcl_comm_allgather_internal(gcl_comm_t *c, int scope, const void *send, void *recv, size_t len);
 

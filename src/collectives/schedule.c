@@ -237,7 +237,7 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1)
     gcl_status_t st = gcl_shm_start_args(r->comm->shm, a, &r->ops[i].shm_op);
     if (st != GCL_OK) {
         r->ops[i].shm_op = NULL;
-        r->err = st;
+        r->err = gcl_comm_shm_error(r->comm, r->name, st);
         return -1;
     }
     gcl_shm_hold(r->ops[i].shm_op);
@@ -385,7 +385,7 @@ static gcl_status_t test_op(gcl_request_t *r, int i, int *done)
         return GCL_OK;
     o->shm_op = NULL; /* freed by gcl_shm_progress */
     *done = st == GCL_OK;
-    return st;
+    return st == GCL_OK ? st : gcl_comm_shm_error(r->comm, r->name, st);
 }
 
 static gcl_status_t run_local(gcl_request_t *r, int i)
