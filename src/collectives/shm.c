@@ -956,7 +956,9 @@ static __attribute__((noinline)) int lost_check(gcl_shm_t *s, const gcl_shm_op_t
     header_t *hd = (header_t *)(void *)s->base;
     int lost = atomic_load_explicit(&hd->lost, memory_order_acquire) - 1;
     for (int j = 0; lost < 0 && j < s->size; j++)
-        if (j != s->rank && needs(s, h, j) && peer_gone(s, j)) {
+        /* (needs again once it is gone: it may have done its part just
+         * before it exited) */
+        if (j != s->rank && needs(s, h, j) && peer_gone(s, j) && needs(s, h, j)) {
             int32_t none = 0;
             lost = atomic_compare_exchange_strong(&hd->lost, &none, j + 1) ? j : none - 1;
         }
