@@ -19,6 +19,10 @@
  *    host memory owned by the caller and must stay valid until the
  *    collective completes (for non-blocking calls: until test/wait reports
  *    completion).
+ *  - Once a call returned an error (GCL_ERR_TIMED_OUT included), libgcl no
+ *    longer reads or writes its buffers: they may be freed or reused at
+ *    once. On the UCX transport a send the peer had not taken is ended by
+ *    closing the connection to that peer (docs/libgcl.md "Timeouts").
  *  - Collective calls on one communicator must be made by all its members in
  *    the same order with matching arguments (GCL_DEBUG=1 checks this and
  *    reports a mismatch instead of hanging).

@@ -37,12 +37,14 @@ struct ipu_transport {
     char (*hosts)[64];
     int *failed;              /* per peer: 1 once reported failed */
     ucs_status_t *fail_reason;
-    int *force_close;         /* per peer: a send was abandoned in flight, so
-                               * its endpoint is closed by force (UCX) */
+    int *resets;              /* per peer: times its endpoint was closed by
+                               * force to end a cancelled transfer (UCX) */
     /* UCX */
     ucp_context_h ctx;
     ucp_worker_h worker;
-    ucp_ep_h *eps;
+    ucp_ep_h *eps;            /* NULL after a reset, until the next send */
+    char *addrs;              /* worker addresses, addr_len bytes each */
+    size_t addr_len;
     struct ipu_peer_ref { struct ipu_transport *t; int peer; } *refs; /* err handler args */
 };
 

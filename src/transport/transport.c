@@ -27,8 +27,8 @@ static ipu_status_t open_common(ipu_transport_t *t, ipu_transport_t **out)
     t->hosts = calloc((size_t)t->size, sizeof(*t->hosts));
     t->failed = calloc((size_t)t->size, sizeof(int));
     t->fail_reason = calloc((size_t)t->size, sizeof(ucs_status_t));
-    t->force_close = calloc((size_t)t->size, sizeof(int));
-    if (!t->hosts || !t->failed || !t->fail_reason || !t->force_close) {
+    t->resets = calloc((size_t)t->size, sizeof(int));
+    if (!t->hosts || !t->failed || !t->fail_reason || !t->resets) {
         ipu_transport_close(t);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening the transport");
     }
@@ -93,7 +93,7 @@ void ipu_transport_close(ipu_transport_t *t)
     free(t->hosts);
     free(t->failed);
     free(t->fail_reason);
-    free(t->force_close);
+    free(t->resets);
     free(t);
 }
 

@@ -53,7 +53,9 @@ typedef struct ipu_bootstrap {
 ipu_status_t ipu_transport_open_oob(const ipu_bootstrap_t *b, const ipu_transport_params_t *p,
                                     ipu_transport_t **out);
 
-/* Open over comm (duplicated; the caller keeps comm). Collective over comm.
+/* Open over comm (duplicated; the caller keeps comm). Collective over comm;
+ * UCX connects every pair of ranks before it returns (an empty message each
+ * way), so that no endpoint is cut later in the middle of its handshake.
  * Errors: IPU_ERR_TRANSPORT (UCX init or endpoint creation failed; message
  * gives UCX's reason and suggests --transport mpi or UCX_TLS). */
 ipu_status_t ipu_transport_open(MPI_Comm comm, const ipu_transport_params_t *p, ipu_transport_t **out);
@@ -81,7 +83,12 @@ ipu_status_t ipu_transport_test(ipu_transport_t *t, ipu_treq_t *req, int *done);
 /* Wait for req, at most timeout_s. Errors: IPU_ERR_TRANSPORT (peer failed),
  * IPU_ERR_TIMED_OUT (message names the peer). req is freed in every case. */
 ipu_status_t ipu_transport_wait(ipu_transport_t *t, ipu_treq_t *req);
-/* Cancel and free a request that has not completed (accepts NULL). */
+/* Cancel and free a request that has not completed (accepts NULL). On
+ * return the transport no longer reads or writes the request's buffer: a
+ * transfer UCX cannot cancel (a send the peer has not taken, a receive whose
+ * data stopped coming) is ended by closing the endpoint to the peer by
+ * force, which ends that peer's other transfers too (IPU_ERR_TRANSPORT,
+ * "aborted"); the next send to the peer opens a new endpoint. */
 void ipu_transport_cancel(ipu_transport_t *t, ipu_treq_t *req);
 /* Drive communication without waiting. */
 void ipu_transport_progress(ipu_transport_t *t);

@@ -5,8 +5,10 @@
  * error (UCX 1.13, ucp.h "ucp_ep_params_t"). */
 #include "transport/impl.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SRC_SHIFT IPU_TRANSPORT_TAG_BITS
 #define FULL_MASK (~UINT64_C(0))
@@ -23,6 +25,87 @@ static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     struct ipu_peer_ref *ref = arg;
     ref->t->failed[ref->peer] = 1;
     ref->t->fail_reason[ref->peer] = status;
+}
+
+/* The endpoint to peer, from its worker address: at open, and again for
+ * the first send after a reset. */
+static ipu_status_t make_ep(ipu_transport_t *t, int peer)
+{
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = (const ucp_address_t *)(t->addrs + (size_t)peer * t->addr_len),
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = on_peer_error, .arg = &t->refs[peer]},
+    };
+    ucs_status_t s = ucp_ep_create(t->worker, &ep, &t->eps[peer]);
+    if (s != UCS_OK) {
+        t->eps[peer] = NULL;
+        return ucx_error("endpoint creation", s);
+    }
+    return IPU_OK;
+}
+
+/* Tags of the transport's own messages: bit 63 set (user tags hold the
+ * source rank in bits 40..63, and no job has 2^23 ranks). */
+#define WIREUP_TAG(src) ((UINT64_C(1) << 63) | ((uint64_t)(src) << SRC_SHIFT))
+
+/* Connect every endpoint now, while every rank is here to answer: an empty
+ * message each way between every pair (a send leaves only once its
+ * endpoint's wireup handshake is done). An endpoint closed by force in the
+ * middle of that handshake (ucx_cancel) leaves the peer's half of it
+ * inconsistent, and UCX 1.13 aborts on it later (ucp_ep.inl "remote_id ==
+ * ...remote_ep_id", ucp_request.c "got REP message"). */
+static ipu_status_t wire_up(ipu_transport_t *t)
+{
+    int n = 2 * t->size, left = 0;
+    void **reqs = calloc((size_t)n, sizeof(void *));
+    if (reqs == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
+    static char none;
+    ucs_status_t s = UCS_OK;
+    for (int i = 0; i < t->size; i++) {
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                                  .datatype = ucp_dt_make_contig(1)};
+        reqs[2 * i] = ucp_tag_recv_nbx(t->worker, &none, 0, WIREUP_TAG(i), FULL_MASK, &rp);
+        ucp_request_param_t sp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
+        reqs[2 * i + 1] = ucp_tag_send_sync_nbx(t->eps[i], &none, 0, WIREUP_TAG(t->rank), &sp);
+    }
+    for (int k = 0; k < n; k++) {
+        if (UCS_PTR_IS_ERR(reqs[k])) {
+            s = UCS_PTR_STATUS(reqs[k]);
+            reqs[k] = NULL;
+        } else if (reqs[k] != NULL) {
+            left++;
+        }
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned spin = 0; left > 0 && s == UCS_OK; spin++) {
+        ucp_worker_progress(t->worker);
+        for (int k = 0; k < n; k++) {
+            if (reqs[k] == NULL || ucp_request_check_status(reqs[k]) == UCS_INPROGRESS)
+                continue;
+            s = ucp_request_check_status(reqs[k]);
+            ucp_request_free(reqs[k]);
+            reqs[k] = NULL;
+            left--;
+        }
+        if ((spin & 1023) == 1023) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - t0.tv_sec + (now.tv_nsec - t0.tv_nsec) * 1e-9 > t->params.timeout_s)
+                s = UCS_ERR_TIMED_OUT;
+            sched_yield();
+        }
+    }
+    for (int k = 0; k < n; k++)
+        if (reqs[k] != NULL) {
+            ucp_request_cancel(t->worker, reqs[k]);
+            ucp_request_free(reqs[k]);
+        }
+    free(reqs);
+    return s == UCS_OK ? IPU_OK : ucx_error("connection set-up", s);
 }
 
 static ipu_status_t ucx_open(ipu_transport_t *t)
@@ -44,13 +127,12 @@ static ipu_status_t ucx_open(ipu_transport_t *t)
     size_t alen;
     if ((s = ucp_worker_get_address(t->worker, &addr, &alen)) != UCS_OK)
         return ucx_error("worker address", s);
-    int mylen = (int)alen, *lens = calloc((size_t)t->size, sizeof(int)),
-        *displs = calloc((size_t)t->size, sizeof(int));
+    int mylen = (int)alen, *lens = calloc((size_t)t->size, sizeof(int));
     t->refs = calloc((size_t)t->size, sizeof(*t->refs));
     t->eps = calloc((size_t)t->size, sizeof(ucp_ep_h));
     ipu_status_t st = IPU_OK;
     char *all = NULL;
-    if (!lens || !displs || !t->refs || !t->eps) {
+    if (!lens || !t->refs || !t->eps) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
         goto out;
     }
@@ -76,53 +158,53 @@ static ipu_status_t ucx_open(ipu_transport_t *t)
         st = ipu_error(IPU_ERR_TRANSPORT, "the bootstrap allgather failed");
         goto out;
     }
-    for (int i = 0; i < t->size; i++)
-        displs[i] = i * maxlen;
+    /* kept for the endpoints made again after a reset (ucx_cancel) */
+    t->addrs = all;
+    t->addr_len = (size_t)maxlen;
+    all = NULL;
     for (int i = 0; i < t->size; i++) {
         t->refs[i].t = t;
         t->refs[i].peer = i;
-        ucp_ep_params_t ep = {
-            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
-            .address = (const ucp_address_t *)(all + displs[i]),
-            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-            .err_handler = {.cb = on_peer_error, .arg = &t->refs[i]},
-        };
-        if ((s = ucp_ep_create(t->worker, &ep, &t->eps[i])) != UCS_OK) {
-            st = ucx_error("endpoint creation", s);
+        if ((st = make_ep(t, i)) != IPU_OK)
             goto out;
-        }
     }
+    st = wire_up(t);
 out:
     ucp_worker_release_address(t->worker, addr);
     free(all);
     free(lens);
-    free(displs);
     return st;
+}
+
+/* Close peer's endpoint (by force: without the peer, and every transfer
+ * still on it ends at once with UCS_ERR_CANCELED, UCX dropping its buffer).
+ * Bounded: a peer that vanished must not hold us. */
+static void close_ep(ipu_transport_t *t, int peer, int force)
+{
+    if (t->eps[peer] == NULL)
+        return;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    void *r = ucp_ep_close_nbx(t->eps[peer], &p);
+    t->eps[peer] = NULL;
+    for (int spin = 0; UCS_PTR_IS_PTR(r) && spin < 2000000; spin++) {
+        ucp_worker_progress(t->worker);
+        if (ucp_request_check_status(r) != UCS_INPROGRESS)
+            break;
+    }
+    if (UCS_PTR_IS_PTR(r))
+        ucp_request_free(r);
 }
 
 static void ucx_close(ipu_transport_t *t)
 {
     if (t->eps) {
-        for (int i = 0; i < t->size; i++) {
-            if (t->eps[i] == NULL)
-                continue;
-            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                     .flags = t->failed[i] || t->force_close[i]
-                                                  ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-            void *r = ucp_ep_close_nbx(t->eps[i], &p);
-            /* bounded: a peer that vanished must not hold us */
-            for (int spin = 0; UCS_PTR_IS_PTR(r) && spin < 2000000; spin++) {
-                ucp_worker_progress(t->worker);
-                if (ucp_request_check_status(r) != UCS_INPROGRESS)
-                    break;
-            }
-            if (UCS_PTR_IS_PTR(r))
-                ucp_request_free(r);
-        }
+        for (int i = 0; i < t->size; i++)
+            close_ep(t, i, t->failed[i]);
         free(t->eps);
     }
     free(t->refs);
+    free(t->addrs);
     if (t->worker)
         ucp_worker_destroy(t->worker);
     if (t->ctx)
@@ -151,6 +233,11 @@ static ipu_status_t started(ipu_treq_t *r, ucs_status_ptr_t p, const char *what)
 
 static ipu_status_t ucx_isend(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, const void *buf)
 {
+    if (t->eps[r->peer] == NULL) { /* reset by ucx_cancel */
+        ipu_status_t st = make_ep(t, r->peer);
+        if (st != IPU_OK)
+            return st;
+    }
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)t->rank << SRC_SHIFT) | tag;
     return started(r, ucp_tag_send_nbx(t->eps[r->peer], buf, r->len, utag, &p), "send");
@@ -180,13 +267,16 @@ static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
     r->done = 1;
     if (s == UCS_OK)
         return check_length(r);
-    if (s != UCS_OK) {
-        t->failed[r->peer] = 1;
-        t->fail_reason[r->peer] = s;
-        return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue",
-                         r->peer, t->hosts[r->peer], ucs_status_string(s));
-    }
-    return IPU_OK;
+    if (s == UCS_ERR_CANCELED && t->resets[r->peer] > 0)
+        /* ended by the reset of the peer's endpoint (ucx_cancel of another
+         * transfer to it): the peer is not lost */
+        return ipu_error(IPU_ERR_TRANSPORT, "%s rank %d on host %s was aborted: the connection "
+                         "was reset to end a cancelled transfer (after a timeout)",
+                         r->is_recv ? "a receive from" : "a send to", r->peer, t->hosts[r->peer]);
+    t->failed[r->peer] = 1;
+    t->fail_reason[r->peer] = s;
+    return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue",
+                     r->peer, t->hosts[r->peer], ucs_status_string(s));
 }
 
 static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
@@ -194,19 +284,29 @@ static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
     if (r->ucx == NULL)
         return;
     /* an unmatched receive ends at once (UCS_ERR_CANCELED), one whose data
-     * is arriving when that ends; UCX cannot cancel a send */
+     * is arriving when that ends; UCX 1.13 cannot cancel a send
+     * (ucp_request_cancel ends expected receives only) */
     ucp_request_cancel(t->worker, r->ucx);
     int spins = r->is_recv ? 1000000 : 10000;
     for (int spin = 0; spin < spins && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
         ucp_worker_progress(t->worker);
-    if (ucp_request_check_status(r->ucx) == UCS_INPROGRESS)
-        /* still in flight to a peer that does not take it: its endpoint is
-         * closed by force at ucx_close, which ends the request (a graceful
-         * close would wait for it, and destroying the worker with it
-         * pending fails UCX's assertion ucp_ep.c "proto_reqs"). The peer
-         * is not marked failed: a libgcl communicator that timed out is
-         * destroyed, and the others go on with that peer */
-        t->force_close[r->peer] = 1;
+    if (ucp_request_check_status(r->ucx) == UCS_INPROGRESS) {
+        /* Still in flight to (or from) a peer that does not take it: UCX
+         * holds the buffer and would read or write it at a later progress,
+         * after the caller released it (a rendezvous send waiting for the
+         * peer's receive, a send queued while the connection is set up).
+         * Closing the peer's endpoint by force ends every transfer on it
+         * now, with UCS_ERR_CANCELED. The peer is not marked failed: the
+         * next send to it makes a new endpoint. The peer's half of the old
+         * one stays until its own call ends the same way (a late rank's
+         * matching call times out too); meanwhile its rendezvous messages
+         * to this rank fail, and UCX's keepalive may report this rank lost
+         * to it. */
+        close_ep(t, r->peer, 1);
+        t->resets[r->peer]++;
+        for (int spin = 0; spin < 100000 && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
+            ucp_worker_progress(t->worker);
+    }
     ucp_request_free(r->ucx); /* released by UCX once it completes */
     r->ucx = NULL;
 }
