@@ -9,6 +9,8 @@
  *    GCL_ERR_MISMATCH; one rank's argument error is GCL_ERR_MISMATCH at the
  *    others. Calls that match still succeed with GCL_DEBUG=1.
  *  - late wait and sequence window (every rank): late_wait_and_window.
+ *  - a late rank gets nothing of the calls that timed out on the others,
+ *    whose buffers are reused at once: late_peer_data.
  * Each case runs on a communicator of its own, split off while all ranks
  * took part. */
 #include "gcl_test.h"
@@ -82,6 +84,91 @@ static void late_wait_and_window(gcl_comm_t *w, double T)
     gcl_comm_destroy(c);
 }
 
+/* Once a call timed out, libgcl leaves its buffers alone: a rank whose
+ * send (to a rank not there yet) timed out may free or reuse the buffer at
+ * once. Here they fill it with POISON instead, and the last rank comes
+ * late: its receive from rank 0 and its alltoall must not get POISON
+ * (UCX's rendezvous reads a send buffer only when the receiver comes, so
+ * a send not ended at the timeout sent whatever the buffer then held), and
+ * the receive buffers of the timed-out calls must not be written after
+ * they returned. The ranks stay in libgcl meanwhile (waiting for the late
+ * rank's report), so that any transfer left running would go on. */
+static void late_peer_data(gcl_comm_t *w, double T)
+{
+    enum { M = 1 << 18 }; /* floats per block: 1 MiB, UCX's rendezvous */
+    const float POISON = -9, UNSET = -7;
+    int last = size - 1;
+    gcl_comm_t *c = NULL;
+    if (!gok(gcl_comm_split(w, 0, rank, &c), "split") || !gok(gcl_barrier(c), "barrier") ||
+        !gok(gcl_comm_set_timeout(c, T), "set timeout"))
+        return;
+    size_t n = (size_t)M * (size_t)size;
+    float *s = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float));
+    int32_t rep[2] = {-1, -1}; /* the late rank's count of POISON received: recv, alltoall */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != last) {
+        for (size_t i = 0; i < n; i++)
+            s[i] = (float)(rank + 1);
+        double t0 = now_s();
+        if (rank == 0)
+            timed("send of 1 MiB to a rank not there yet", gcl_send(s, M, GCL_FLOAT32, last, 21, c), t0, T,
+                  GCL_ERR_TIMED_OUT);
+        t0 = now_s();
+        timed("alltoall of 1 MiB blocks, one rank not there yet", gcl_alltoall(s, r, M, GCL_FLOAT32, c), t0, T,
+              GCL_ERR_TIMED_OUT);
+        for (size_t i = 0; i < n; i++) {
+            s[i] = POISON; /* as if freed and reused */
+            r[i] = UNSET;
+        }
+        int go = 1;
+        MPI_Send(&go, 1, MPI_INT, last, 23, MPI_COMM_WORLD);
+        gok(gcl_comm_set_timeout(c, 60), "set timeout");
+        gok(gcl_recv(rep, 2, GCL_INT32, last, 22, c), "the late rank's report");
+        if (rank == 0) {
+            CHECK(rep[0] == 0, "the late rank received %d elements of POISON from rank 0: its send went on "
+                  "after gcl_send had timed out", (int)rep[0]);
+            CHECK(rep[1] == 0, "the late rank's alltoall received %d elements of POISON: sends went on after "
+                  "the alltoall had timed out", (int)rep[1]);
+        }
+        size_t written = 0;
+        for (size_t i = 0; i < n; i++)
+            written += r[i] != UNSET;
+        CHECK(written == 0, "%zu elements of the receive buffer of a timed-out alltoall written after it returned",
+              written);
+    } else {
+        for (int j = 0; j < last; j++) { /* every other rank timed out and poisoned */
+            int go;
+            MPI_Recv(&go, 1, MPI_INT, j, 23, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        for (size_t i = 0; i < n; i++) {
+            s[i] = (float)(rank + 1);
+            r[i] = UNSET;
+        }
+        gcl_status_t st = gcl_recv(r, M, GCL_FLOAT32, 0, 21, c);
+        rep[0] = 0;
+        size_t written = 0;
+        for (size_t i = 0; i < M; i++) {
+            rep[0] += r[i] == POISON;
+            written += r[i] != UNSET;
+        }
+        CHECK(st != GCL_OK && written == 0, "late recv from rank 0, whose send timed out: %s, %zu of %d elements "
+              "written (%d POISON)", gcl_status_string(st), written, M, (int)rep[0]);
+        for (size_t i = 0; i < n; i++)
+            r[i] = UNSET;
+        st = gcl_alltoall(s, r, M, GCL_FLOAT32, c);
+        rep[1] = 0;
+        for (size_t i = 0; i < n; i++)
+            rep[1] += r[i] == POISON;
+        CHECK(st != GCL_OK, "late alltoall, the others' timed out: %s", gcl_status_string(st));
+        for (int j = 0; j < last; j++)
+            gok(gcl_send(rep, 2, GCL_INT32, j, 22, c), "report to a rank that timed out");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(s);
+    free(r);
+    gcl_comm_destroy(c);
+}
+
 void suite_timeout(void)
 {
     if (size < 2)
@@ -128,6 +215,7 @@ void suite_timeout(void)
               GCL_ERR_TIMED_OUT);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    late_peer_data(w, T);
     for (int i = 0; i < SUBS; i++)
         gcl_comm_destroy(s[i]);
     gcl_finalize(w);
