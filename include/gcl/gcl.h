@@ -71,6 +71,8 @@ typedef enum {
     GCL_ERR_MISMATCH      = -5,  /**< GCL_DEBUG: members called with different arguments */
     GCL_ERR_UNSUPPORTED   = -6,  /**< combination not implemented (e.g. op on dtype) */
     GCL_ERR_NOT_MEMBER    = -7,  /**< a split gave this rank no communicator (color GCL_UNDEFINED) */
+    GCL_ERR_MESSAGE_SIZE  = -8,  /**< gcl_recv/irecv: the message matched is longer (as MPI_ERR_TRUNCATE)
+                                  *   or shorter than count; only that receive fails */
 } gcl_status_t;
 
 /** Constant string naming the status (never NULL). */
@@ -185,7 +187,10 @@ gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs);
  *  allgather     send[count] -> recv[count * size]            (in place: block rank of recv holds the input)
  *  broadcast     buf[count] from root to all
  *  alltoall      send[count * size] -> recv[count * size]: block j of rank i goes to block i of rank j
- *  send / recv   buf[count] to / from peer with tag >= 0 (point-to-point on the communicator)
+ *  send / recv   buf[count] to / from peer with tag >= 0 (point-to-point on the communicator).
+ *                A message of another size than the recv's count: GCL_ERR_MESSAGE_SIZE at the
+ *                receiver (the message is consumed, its first bytes may be in buf; the sender gets
+ *                GCL_OK; later calls with the peer are unaffected)
  *  barrier       no data
  */
 gcl_status_t gcl_allreduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op, gcl_comm_t *comm);

@@ -37,6 +37,7 @@ gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what)
     case IPU_ERR_NO_MEMORY:   g = GCL_ERR_NO_MEMORY; break;
     case IPU_ERR_TIMED_OUT:   g = GCL_ERR_TIMED_OUT; break;
     case IPU_ERR_UNSUPPORTED: g = GCL_ERR_UNSUPPORTED; break;
+    case IPU_ERR_MESSAGE_SIZE: g = GCL_ERR_MESSAGE_SIZE; break;
     default:                  g = GCL_ERR_TRANSPORT; break;
     }
     char msg[900];
@@ -56,6 +57,7 @@ const char *gcl_status_string(gcl_status_t status)
     case GCL_ERR_MISMATCH:    return "collective arguments differ between members";
     case GCL_ERR_UNSUPPORTED: return "unsupported";
     case GCL_ERR_NOT_MEMBER:  return "not a member";
+    case GCL_ERR_MESSAGE_SIZE: return "message size differs from the receive count";
     }
     return "unknown status";
 }

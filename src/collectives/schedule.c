@@ -358,15 +358,40 @@ static gcl_status_t post(gcl_request_t *r, int i)
     return GCL_OK;
 }
 
+/* The receive o matched a message of another size (got bytes; 0: more than
+ * o->n). A point-to-point receive's own error, naming the peer, the tag and
+ * both sizes; in a collective, the members' arguments differ. */
+static gcl_status_t size_error(const gcl_request_t *r, const gcl_sop_t *o, size_t got)
+{
+    const gcl_comm_t *c = r->comm;
+    char sz[64];
+    if (got)
+        snprintf(sz, sizeof sz, "%zu bytes", got);
+    else
+        snprintf(sz, sizeof sz, "more than %zu bytes", o->n);
+    if (r->coll == GCL_COLL_COUNT)
+        return gcl_set_error(GCL_ERR_MESSAGE_SIZE, "gcl_recv: the message from rank %d with tag %llu on "
+                             "communicator %u has %s, the receive expects %zu bytes (count %zu)", o->peer,
+                             (unsigned long long)(o->tag & ((UINT64_C(1) << GCL_P2P_TAG_BITS) - 1)), c->id,
+                             sz, o->n, r->esz ? o->n / r->esz : 0);
+    return gcl_set_error(GCL_ERR_MISMATCH, "gcl_%s (%s) on communicator %u (rank %d of %d): rank %d sent %s "
+                         "where %zu were expected: the members called with different arguments "
+                         "(GCL_DEBUG=1 names them)", r->name, r->algo, c->id, c->rank, c->size, o->peer, sz,
+                         o->n);
+}
+
 /* 1 if op i is done; an error status if it failed */
 static gcl_status_t test_op(gcl_request_t *r, int i, int *done)
 {
     gcl_sop_t *o = &r->ops[i];
     *done = 0;
     if (o->kind == GOP_SEND || o->kind == GOP_RECV) {
-        ipu_status_t st = ipu_transport_test(r->comm->ctx->tp, o->treq, done);
+        size_t got = 0;
+        ipu_status_t st = ipu_transport_test_len(r->comm->ctx->tp, o->treq, done, &got);
         if (st != IPU_OK || *done)
             o->treq = NULL;
+        if (st == IPU_ERR_MESSAGE_SIZE)
+            return size_error(r, o, got);
         if (st != IPU_OK)
             return gcl_from_ipu(st, r->name);
         return GCL_OK;

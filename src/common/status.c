@@ -21,6 +21,7 @@ const char *ipu_status_string(ipu_status_t status)
     case IPU_ERR_INTERNAL:      return "internal error";
     case IPU_ERR_TRANSPORT:     return "transport error";
     case IPU_ERR_TIMED_OUT:     return "timed out";
+    case IPU_ERR_MESSAGE_SIZE:  return "message size mismatch";
     }
     return "unknown status";
 }
@@ -68,7 +69,8 @@ int ipu_status_exit_code(ipu_status_t status)
     case IPU_ERR_MISMATCH:    return 1;
     case IPU_ERR_INTERNAL:
     case IPU_ERR_TRANSPORT:
-    case IPU_ERR_TIMED_OUT:   return 3;
+    case IPU_ERR_TIMED_OUT:
+    case IPU_ERR_MESSAGE_SIZE: return 3;
     default:                  return 2;
     }
 }

@@ -17,6 +17,8 @@ typedef enum {
     IPU_ERR_INTERNAL     = -9, /* a bug: should never happen */
     IPU_ERR_TRANSPORT    = -10,/* a peer or the network failed */
     IPU_ERR_TIMED_OUT    = -11,
+    IPU_ERR_MESSAGE_SIZE = -12,/* a message received is longer or shorter than
+                                * the receive expected (transport) */
 } ipu_status_t;
 
 /* A constant, static string naming the status (never NULL). */

@@ -13,6 +13,9 @@ struct ipu_treq {
     void *ucx;            /* UCX request, or NULL once complete */
     MPI_Request mpi;
     int done;
+    uint64_t tag;
+    size_t received;      /* receive: the length of the message matched, once
+                           * known (0 when MPI truncated it) */
     ucp_tag_recv_info_t info; /* received tag and length (UCX) */
 };
 

@@ -62,16 +62,27 @@ static ipu_status_t mpi_test(ipu_transport_t *t, ipu_treq_t *r)
     int flag = 0;
     MPI_Status status;
     int rc = MPI_Test(&r->mpi, &flag, &status);
-    if (rc != MPI_SUCCESS) {
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (rc != MPI_SUCCESS && !(r->is_recv && cls == MPI_ERR_TRUNCATE)) {
         r->done = 1;
         return mpi_error(r->is_recv ? "receive" : "send", rc);
     }
-    if (flag) {
+    if (flag || rc != MPI_SUCCESS) {
         r->done = 1;
         int count = 0;
-        if (r->is_recv && MPI_Get_count(&status, MPI_BYTE, &count) == MPI_SUCCESS && (size_t)count != r->len)
-            return ipu_error(IPU_ERR_TRANSPORT, "message from rank %d has %d bytes, expected %zu",
-                             r->peer, count, r->len);
+        if (r->is_recv && cls == MPI_ERR_TRUNCATE)
+            return ipu_error(IPU_ERR_MESSAGE_SIZE, "the message from rank %d with tag %llu has more than "
+                             "%zu bytes, the receive expects %zu", r->peer, (unsigned long long)r->tag,
+                             r->len, r->len);
+        if (r->is_recv && MPI_Get_count(&status, MPI_BYTE, &count) == MPI_SUCCESS) {
+            r->received = (size_t)count;
+            if (r->received != r->len)
+                return ipu_error(IPU_ERR_MESSAGE_SIZE, "the message from rank %d with tag %llu has %zu "
+                                 "bytes, the receive expects %zu", r->peer, (unsigned long long)r->tag,
+                                 r->received, r->len);
+        }
     }
     return IPU_OK;
 }

@@ -133,6 +133,7 @@ static ipu_status_t post(ipu_transport_t *t, int peer, uint64_t tag, size_t len,
     r->peer = peer;
     r->is_recv = is_recv;
     r->len = len;
+    r->tag = tag;
     r->mpi = MPI_REQUEST_NULL;
     *req = r;
     return IPU_OK;
@@ -162,8 +163,15 @@ ipu_status_t ipu_transport_irecv(ipu_transport_t *t, int peer, uint64_t tag,
 
 ipu_status_t ipu_transport_test(ipu_transport_t *t, ipu_treq_t *r, int *done)
 {
+    return ipu_transport_test_len(t, r, done, NULL);
+}
+
+ipu_status_t ipu_transport_test_len(ipu_transport_t *t, ipu_treq_t *r, int *done, size_t *received)
+{
     ipu_status_t st = t->ops->test(t, r);
     *done = 0;
+    if (received)
+        *received = r->received;
     if (st == IPU_OK && !r->done && t->failed[r->peer])
         st = peer_error(t, r->peer);
     if (st != IPU_OK) {

@@ -74,14 +74,21 @@ const char *ipu_transport_host(const ipu_transport_t *t, int rank);
  * IPU_ERR_INVALID_ARG. */
 ipu_status_t ipu_transport_isend(ipu_transport_t *t, int peer, uint64_t tag,
                                  const void *buf, size_t len, ipu_treq_t **req);
-/* Post a receive of exactly len bytes from peer with tag into buf. */
+/* Post a receive of exactly len bytes from peer with tag into buf (a
+ * message of another length is IPU_ERR_MESSAGE_SIZE at test/wait). */
 ipu_status_t ipu_transport_irecv(ipu_transport_t *t, int peer, uint64_t tag,
                                  void *buf, size_t len, ipu_treq_t **req);
-/* Progress, then *done = 1 if req completed (req is then freed). Errors:
- * IPU_ERR_TRANSPORT when the peer failed (req freed), or a size mismatch. */
+/* Progress, then *done = 1 if req completed (req is then freed). Errors
+ * (req freed): IPU_ERR_TRANSPORT when the peer failed; IPU_ERR_MESSAGE_SIZE
+ * when a receive matched a message longer or shorter than its len (the
+ * message is consumed, the first bytes of it written; the peer is fine). */
 ipu_status_t ipu_transport_test(ipu_transport_t *t, ipu_treq_t *req, int *done);
+/* The same; *received (if not NULL) is then the length of the message a
+ * receive matched (0 if unknown: the MPI back end truncated it). */
+ipu_status_t ipu_transport_test_len(ipu_transport_t *t, ipu_treq_t *req, int *done, size_t *received);
 /* Wait for req, at most timeout_s. Errors: IPU_ERR_TRANSPORT (peer failed),
- * IPU_ERR_TIMED_OUT (message names the peer). req is freed in every case. */
+ * IPU_ERR_TIMED_OUT (message names the peer), IPU_ERR_MESSAGE_SIZE. req is
+ * freed in every case. */
 ipu_status_t ipu_transport_wait(ipu_transport_t *t, ipu_treq_t *req);
 /* Cancel and free a request that has not completed (accepts NULL). On
  * return the transport no longer reads or writes the request's buffer: a
