@@ -2,7 +2,8 @@
 # libgcl under mpirun against MPI (tests/mpi/gcl_test.c and its parts) with
 # groups of 1, 2, 3, 4, 5, 7 and 8 ranks, oversubscribed on this machine:
 #   api       version, status strings, argument errors, init from an
-#             out-of-band allgather and over the MPI transport
+#             out-of-band allgather, over the MPI transport and with
+#             GCL_NO_SHM=1, send/recv size mismatches on each
 #   coll      every collective x dtype x op x count x blocking / non-blocking /
 #             in-place (-q: two ops per dtype, for the large groups)
 #   split     color/key, GCL_UNDEFINED, CONSECUTIVE / ORTHOGONAL groups,

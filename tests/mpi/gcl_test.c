@@ -406,6 +406,61 @@ static int oob_allgather(const void *send, void *recv, size_t len, void *arg)
     return MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, *(MPI_Comm *)arg) != MPI_SUCCESS;
 }
 
+/* Pairs (rank, rank ^ 1): a gcl_recv whose count differs from the send's
+ * is GCL_ERR_MESSAGE_SIZE at the receiver alone, with a message naming the
+ * peer, the tag and both sizes (shorter and longer messages, eager and 1 MiB
+ * ones), and the pair still works: a correct exchange follows (then the
+ * caller's collectives). Before, a longer message marked the sender lost
+ * for good ("Message truncated; the job cannot continue"). */
+static void size_mismatch(gcl_comm_t *w, const char *how)
+{
+    enum { BIG = 1 << 18 }; /* int32: 1 MiB, a rendezvous over UCX */
+    static const size_t sent_recv[][2] = {{100, 10}, {10, 100}, {BIG, BIG / 2}, {BIG / 2, BIG}};
+    int peer = rank ^ 1;
+    if (peer >= size)
+        return;
+    int32_t *a = malloc(BIG * sizeof(int32_t)), *b = malloc(BIG * sizeof(int32_t));
+    char what[160], want[3][64];
+    for (int k = 0; k < 4; k++) {
+        size_t ns = sent_recv[k][0], nr = sent_recv[k][1];
+        int tag = 40 + k, sender = k % 2 ? rank > peer : rank < peer;
+        snprintf(what, sizeof what, "%s: send of %zu int32, recv of %zu", how, ns, nr);
+        for (size_t i = 0; i < BIG; i++) {
+            a[i] = rank;
+            b[i] = -1;
+        }
+        if (sender) {
+            gok(gcl_send(a, ns, GCL_INT32, peer, tag, w), what);
+            continue;
+        }
+        if (!gexpect(gcl_recv(b, nr, GCL_INT32, peer, tag, w), GCL_ERR_MESSAGE_SIZE, what))
+            continue;
+        /* a longer message's size: UCX tells it, MPI only that it is longer */
+        snprintf(want[0], sizeof want[0], "from rank %d with tag %d", peer, tag);
+        snprintf(want[1], sizeof want[1], "has %zu bytes", ns * sizeof(int32_t));
+        snprintf(want[2], sizeof want[2], "the receive expects %zu bytes (count %zu)", nr * sizeof(int32_t),
+                 nr);
+        const char *m = gcl_last_error();
+        CHECK(strstr(m, "gcl_recv") && strstr(m, want[0]) && strstr(m, want[2]) &&
+              (strstr(m, want[1]) || (ns > nr && strstr(m, "has more than"))), "%s: message \"%s\"", what, m);
+    }
+    for (size_t i = 0; i < BIG; i++) {
+        a[i] = rank * 7 + (int32_t)i;
+        b[i] = -1;
+    }
+    snprintf(what, sizeof what, "%s: 1 MiB exchange after the size mismatches", how);
+    int ok = rank < peer ? gok(gcl_send(a, BIG, GCL_INT32, peer, 50, w), what) &&
+                               gok(gcl_recv(b, BIG, GCL_INT32, peer, 50, w), what)
+                         : gok(gcl_recv(b, BIG, GCL_INT32, peer, 50, w), what) &&
+                               gok(gcl_send(a, BIG, GCL_INT32, peer, 50, w), what);
+    size_t bad = 0;
+    for (size_t i = 0; ok && i < BIG; i++)
+        bad += b[i] != peer * 7 + (int32_t)i;
+    CHECK(!ok || bad == 0, "%s: %zu of %d elements wrong", what, bad, BIG);
+    free(a);
+    free(b);
+}
+
 /* A second world from `make`, a few collectives on it, then finalize. */
 static void second_world(const char *how, gcl_status_t (*make)(gcl_comm_t **, void *), void *arg)
 {
@@ -414,6 +469,7 @@ static void second_world(const char *how, gcl_status_t (*make)(gcl_comm_t **, vo
         return;
     CHECK(gcl_comm_rank(w) == rank && gcl_comm_size(w) == size, "%s: rank %d size %d", how,
           gcl_comm_rank(w), gcl_comm_size(w));
+    size_mismatch(w, how);
     test_reductions(w, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, 1000, 77, COLL_ALLREDUCE);
     test_reductions(w, MPI_COMM_WORLD, GCL_INT64, GCL_MAX, 100003, 78, COLL_ALLREDUCE | COLL_REDUCE_SCATTER);
     test_movement(w, MPI_COMM_WORLD, GCL_FLOAT16, 1001, 79, COLL_ALL);
@@ -435,16 +491,33 @@ static gcl_status_t make_mpi_transport(gcl_comm_t **w, void *arg)
     return gcl_init_mpi(&mc, &p, w);
 }
 
+/* GCL_NO_SHM=1 (read by gcl_init): collectives over the network too */
+static gcl_status_t make_no_shm(gcl_comm_t **w, void *arg)
+{
+    const char *was = getenv("GCL_NO_SHM");
+    char *saved = was ? strdup(was) : NULL;
+    MPI_Comm mc = MPI_COMM_WORLD;
+    (void)arg;
+    setenv("GCL_NO_SHM", "1", 1);
+    gcl_status_t st = gcl_init_mpi(&mc, NULL, w);
+    if (saved)
+        setenv("GCL_NO_SHM", saved, 1);
+    else
+        unsetenv("GCL_NO_SHM");
+    free(saved);
+    return st;
+}
+
 static void suite_api(void)
 {
     char v[32];
     snprintf(v, sizeof v, "%d.%d.%d", GCL_VERSION_MAJOR, GCL_VERSION_MINOR, GCL_VERSION_PATCH);
     CHECK(gcl_version() == GCL_VERSION, "gcl_version() %d, header %d", gcl_version(), GCL_VERSION);
     CHECK(strcmp(gcl_version_string(), v) == 0, "gcl_version_string() \"%s\"", gcl_version_string());
-    for (int s = GCL_ERR_NOT_MEMBER; s <= GCL_IN_PROGRESS; s++) {
+    for (int s = GCL_ERR_MESSAGE_SIZE; s <= GCL_IN_PROGRESS; s++) {
         const char *a = gcl_status_string((gcl_status_t)s);
         CHECK(a && *a, "gcl_status_string(%d) empty", s);
-        for (int t = GCL_ERR_NOT_MEMBER; t < s && a; t++)
+        for (int t = GCL_ERR_MESSAGE_SIZE; t < s && a; t++)
             CHECK(strcmp(a, gcl_status_string((gcl_status_t)t)) != 0, "statuses %d and %d both \"%s\"", s, t, a);
     }
     CHECK(gcl_status_string((gcl_status_t)-99) != NULL, "gcl_status_string(-99) NULL");
@@ -506,6 +579,7 @@ static void suite_api(void)
     second_world("gcl_init_oob", make_oob, &dup);
     MPI_Comm_free(&dup);
     second_world("gcl_init_mpi transport MPI", make_mpi_transport, NULL);
+    second_world("gcl_init_mpi GCL_NO_SHM=1", make_no_shm, NULL);
 }
 
 static int verdict(const char *suite, double t0)
