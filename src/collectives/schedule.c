@@ -358,14 +358,14 @@ static gcl_status_t post(gcl_request_t *r, int i)
     return GCL_OK;
 }
 
-/* The receive o matched a message of another size (got bytes; 0: more than
- * o->n). A point-to-point receive's own error, naming the peer, the tag and
- * both sizes; in a collective, the members' arguments differ. */
+/* The receive o matched a message of another size (got bytes; SIZE_MAX:
+ * more than o->n). A point-to-point receive's own error, naming the peer,
+ * the tag and both sizes; in a collective, the members' arguments differ. */
 static gcl_status_t size_error(const gcl_request_t *r, const gcl_sop_t *o, size_t got)
 {
     const gcl_comm_t *c = r->comm;
     char sz[64];
-    if (got)
+    if (got != SIZE_MAX)
         snprintf(sz, sizeof sz, "%zu bytes", got);
     else
         snprintf(sz, sizeof sz, "more than %zu bytes", o->n);

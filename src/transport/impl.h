@@ -15,7 +15,8 @@ struct ipu_treq {
     int done;
     uint64_t tag;
     size_t received;      /* receive: the length of the message matched, once
-                           * known (0 when MPI truncated it) */
+                           * known (SIZE_MAX: longer than len, by how much
+                           * the back end cannot tell) */
     ucp_tag_recv_info_t info; /* received tag and length (UCX) */
 };
 

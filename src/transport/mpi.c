@@ -72,10 +72,12 @@ static ipu_status_t mpi_test(ipu_transport_t *t, ipu_treq_t *r)
     if (flag || rc != MPI_SUCCESS) {
         r->done = 1;
         int count = 0;
-        if (r->is_recv && cls == MPI_ERR_TRUNCATE)
+        if (r->is_recv && cls == MPI_ERR_TRUNCATE) {
+            r->received = SIZE_MAX;
             return ipu_error(IPU_ERR_MESSAGE_SIZE, "the message from rank %d with tag %llu has more than "
                              "%zu bytes, the receive expects %zu", r->peer, (unsigned long long)r->tag,
                              r->len, r->len);
+        }
         if (r->is_recv && MPI_Get_count(&status, MPI_BYTE, &count) == MPI_SUCCESS) {
             r->received = (size_t)count;
             if (r->received != r->len)

@@ -84,7 +84,7 @@ ipu_status_t ipu_transport_irecv(ipu_transport_t *t, int peer, uint64_t tag,
  * message is consumed, the first bytes of it written; the peer is fine). */
 ipu_status_t ipu_transport_test(ipu_transport_t *t, ipu_treq_t *req, int *done);
 /* The same; *received (if not NULL) is then the length of the message a
- * receive matched (0 if unknown: the MPI back end truncated it). */
+ * receive matched (SIZE_MAX: longer than len, by how much unknown). */
 ipu_status_t ipu_transport_test_len(ipu_transport_t *t, ipu_treq_t *req, int *done, size_t *received);
 /* Wait for req, at most timeout_s. Errors: IPU_ERR_TRANSPORT (peer failed),
  * IPU_ERR_TIMED_OUT (message names the peer), IPU_ERR_MESSAGE_SIZE. req is

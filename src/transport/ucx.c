@@ -224,9 +224,9 @@ static ipu_status_t check_length(ipu_transport_t *t, ipu_treq_t *r, ucs_status_t
     if (s == UCS_OK && r->received == r->len)
         return IPU_OK;
     if (s != UCS_OK && r->received <= r->len) /* longer, by how much unknown */
-        r->received = 0;
+        r->received = SIZE_MAX;
     char got[48];
-    if (r->received)
+    if (r->received != SIZE_MAX)
         snprintf(got, sizeof got, "%zu bytes", r->received);
     else
         snprintf(got, sizeof got, "more than %zu bytes", r->len);

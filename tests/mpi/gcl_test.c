@@ -409,19 +409,19 @@ static int oob_allgather(const void *send, void *recv, size_t len, void *arg)
 /* Pairs (rank, rank ^ 1): a gcl_recv whose count differs from the send's
  * is GCL_ERR_MESSAGE_SIZE at the receiver alone, with a message naming the
  * peer, the tag and both sizes (shorter and longer messages, eager and 1 MiB
- * ones), and the pair still works: a correct exchange follows (then the
+ * ones, an empty one), and the pair still works: a correct exchange follows (then the
  * caller's collectives). Before, a longer message marked the sender lost
  * for good ("Message truncated; the job cannot continue"). */
 static void size_mismatch(gcl_comm_t *w, const char *how)
 {
     enum { BIG = 1 << 18 }; /* int32: 1 MiB, a rendezvous over UCX */
-    static const size_t sent_recv[][2] = {{100, 10}, {10, 100}, {BIG, BIG / 2}, {BIG / 2, BIG}};
+    static const size_t sent_recv[][2] = {{100, 10}, {10, 100}, {BIG, BIG / 2}, {BIG / 2, BIG}, {0, 10}};
     int peer = rank ^ 1;
     if (peer >= size)
         return;
     int32_t *a = malloc(BIG * sizeof(int32_t)), *b = malloc(BIG * sizeof(int32_t));
     char what[160], want[3][64];
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         size_t ns = sent_recv[k][0], nr = sent_recv[k][1];
         int tag = 40 + k, sender = k % 2 ? rank > peer : rank < peer;
         snprintf(what, sizeof what, "%s: send of %zu int32, recv of %zu", how, ns, nr);
