@@ -139,7 +139,7 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
     }
     if (!internal) {
         if (c->timeout_s > 0)
-            r->deadline = gcl_now() + c->timeout_s;
+            r->timed = 1;
         gcl_log(c, GCL_LOG_INFO, "%s #%u: %zu x %s (%zu B) algorithm %s", r->name, r->seq, a->count,
                 a->coll == GCL_COLL_BARRIER ? "-" : (const char *[]){"f32", "f64", "f16", "bf16", "i8", "u8",
                                                                      "i32", "i64"}[a->dtype],

@@ -161,7 +161,7 @@ gcl_status_t gcl_comm_allgather_internal(gcl_comm_t *c, int scope, const void *s
         return st;
     }
     if (c->timeout_s > 0)
-        r->deadline = gcl_now() + c->timeout_s;
+        r->timed = 1;
     return gcl_req_wait(r);
 }
 

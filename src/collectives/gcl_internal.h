@@ -128,7 +128,8 @@ struct gcl_request {
     int *succ, *ready_comm, *ready_local, *active;
     int nready_comm, nready_local, nactive, ndone;
     int started, err;          /* err: a build error (status) */
-    double deadline;           /* > 0: timed (test_once in schedule.c) */
+    int timed;                 /* bounded by the timeout (test_once in schedule.c) */
+    double deadline;           /* set by test_once */
     int waited;                /* tested or waited on yet */
     uint64_t seen_moved;       /* comm_moved() then */
     void *avg_buf;             /* AVG: divide avg_count elements by avg_n at the end */

@@ -341,7 +341,7 @@ static gcl_status_t post(gcl_request_t *r, int i)
         st = ipu_transport_irecv(c->ctx->tp, c->world[o->peer], o->tag, o->dst, o->n, &o->treq);
         break;
     case GOP_SUB:
-        o->sub->deadline = r->deadline;
+        o->sub->timed = r->timed;
         break;
     case GOP_SHM:
         gcl_shm_release(o->shm_op);
@@ -551,7 +551,7 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
     if (others && (r->comm->ctx->live != r || r->live_next))
         gcl_progress_live(r->comm->ctx, r);
     gcl_status_t st = gcl_req_progress(r);
-    if (st != GCL_IN_PROGRESS || r->deadline <= 0 || r->comm->timeout_s <= 0)
+    if (st != GCL_IN_PROGRESS || !r->timed || r->comm->timeout_s <= 0)
         return st;
     double now = gcl_now();
     uint64_t moved = comm_moved(r->comm);
@@ -670,7 +670,7 @@ static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t 
     }
     r->ops[i].tag = GCL_TAG(GCL_SCOPE_P2P, comm->id, 0, 0) | (uint64_t)tag;
     if (comm->timeout_s > 0)
-        r->deadline = gcl_now() + comm->timeout_s;
+        r->timed = 1;
     gcl_status_t st = gcl_req_progress(r);
     if (st != GCL_OK && st != GCL_IN_PROGRESS) {
         gcl_req_free(r);
