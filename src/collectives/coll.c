@@ -21,6 +21,9 @@ static gcl_status_t check(const gcl_comm_t *c, const gcl_args_t *a)
     const char *n = gcl_coll_name(a->coll);
     if (c == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL communicator", n);
+    gcl_status_t st = gcl_ctx_notice(c->ctx, n); /* a rank lost: no more calls */
+    if (st != GCL_OK)
+        return st;
     if (a->coll == GCL_COLL_BARRIER)
         return GCL_OK;
     if (gcl_dtype_size(a->dtype) == 0)
@@ -178,12 +181,23 @@ static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
             if (deadline == 0)
                 deadline = now + c->timeout_s;
             else if (now > deadline) {
+                int j = gcl_shm_waited(c->shm);
                 gcl_shm_cancel(op);
+                if (j < 0 || j >= c->size)
+                    return gcl_set_error(GCL_ERR_TIMED_OUT,
+                                         "gcl_%s (shm) on communicator %u (rank %d of %d) timed out "
+                                         "after %.3g s waiting for the other members", n, c->id,
+                                         c->rank, c->size, c->timeout_s);
                 return gcl_set_error(GCL_ERR_TIMED_OUT,
                                      "gcl_%s (shm) on communicator %u (rank %d of %d) timed out after "
-                                     "%.3g s waiting for the other members", n, c->id, c->rank,
-                                     c->size, c->timeout_s);
+                                     "%.3g s waiting for rank %d (world rank %d, host %s)", n, c->id,
+                                     c->rank, c->size, c->timeout_s, j, c->world[j],
+                                     ipu_transport_host(c->ctx->tp, c->world[j]));
             }
+        }
+        if ((spin & 15) == 15 && (st = gcl_ctx_notice(c->ctx, n)) != GCL_OK) {
+            gcl_shm_abandon(op); /* a rank lost elsewhere: stop, and say so here */
+            return st;
         }
         if (c->ctx->live && (spin & 15) == 0)
             gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */

@@ -220,6 +220,26 @@ int gcl_comm_shm(gcl_comm_t *c)
 gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st)
 {
     int pid = 0, j = gcl_shm_lost(c->shm, &pid);
+    if (j >= 0 && j < c->size && gcl_shm_gave_up(c->shm) == j) {
+        /* a member that gave up over a lost rank told of it first: name that */
+        for (double end = gcl_now() + 0.1; gcl_now() < end;) {
+            gcl_status_t nst = gcl_ctx_notice(c->ctx, name);
+            if (nst != GCL_OK)
+                return nst;
+        }
+        return gcl_set_error(GCL_ERR_TRANSPORT,
+                             "gcl_%s (shm) on communicator %u (rank %d of %d): rank %d (world rank %d) "
+                             "on host %s gave up on this collective after an error of its own (its "
+                             "message says which); the job cannot continue", name, c->id, c->rank,
+                             c->size, j, c->world[j], ipu_transport_host(c->ctx->tp, c->world[j]));
+    }
+    if (j >= 0 && j < c->size)
+        gcl_ctx_tell(c->ctx, c->world[j]); /* the others, elsewhere, wait on us */
+    if (j >= 0 && j < c->size && c->internal) /* a host-local step: its ranks mean nothing to the caller */
+        return gcl_set_error(GCL_ERR_TRANSPORT,
+                             "gcl_%s (shm, a host-local step): lost rank %d of the job on host %s (its "
+                             "process, pid %d, is gone); the job cannot continue", name, c->world[j],
+                             ipu_transport_host(c->ctx->tp, c->world[j]), pid);
     if (j >= 0 && j < c->size)
         return gcl_set_error(GCL_ERR_TRANSPORT,
                              "gcl_%s (shm) on communicator %u (rank %d of %d): lost rank %d (world "
@@ -251,6 +271,7 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
 {
     if (comm == NULL || out == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_comm_split: NULL communicator or output");
+    *out = NULL;
     if (color < 0 && color != GCL_UNDEFINED)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_comm_split: color %d is negative", color);
     gcl_ctx_t *ctx = comm->ctx;
@@ -261,7 +282,17 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
     gcl_status_t st = gcl_comm_allgather_internal(comm, GCL_SCOPE_INTERNAL, &mine, all, sizeof(mine));
     if (st != GCL_OK) {
         free(all);
-        return st;
+        /* the exchange's own message names its algorithm and may name a
+         * relaying member that is present */
+        if (st == GCL_ERR_TIMED_OUT)
+            return gcl_set_error(st, "gcl_comm_split on communicator %u (rank %d of %d) timed out "
+                                 "after %.3g s: a member has not called gcl_comm_split (every "
+                                 "member of the communicator must)", comm->id, comm->rank,
+                                 comm->size, comm->timeout_s);
+        char msg[900];
+        snprintf(msg, sizeof(msg), "%s", gcl_last_error());
+        return gcl_set_error(st, "gcl_comm_split on communicator %u (rank %d of %d): %s", comm->id,
+                             comm->rank, comm->size, msg);
     }
     uint64_t used[GCL_MAX_IDS / 64] = {0};
     for (int i = 0; i < comm->size; i++)

@@ -152,10 +152,43 @@ static gcl_status_t topology(gcl_ctx_t *ctx)
     return GCL_OK;
 }
 
+gcl_status_t gcl_ctx_notice(gcl_ctx_t *ctx, const char *what)
+{
+    if (ctx->heard == NULL) {
+        if (ctx->lost == NULL || (++ctx->notice_polls & 63) != 0 || ipu_lost_poll(ctx->lost) == IPU_OK)
+            return GCL_OK;
+        ctx->heard = strdup(ipu_error_message());
+        if (ctx->heard == NULL)
+            return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_%s: a rank was lost; the job cannot continue", what);
+    }
+    return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_%s: %s", what, ctx->heard);
+}
+
+void gcl_ctx_tell(gcl_ctx_t *ctx, int world_rank)
+{
+    if (ctx->lost == NULL || ctx->told)
+        return;
+    for (int p = 0; world_rank < 0 && p < ctx->size; p++)
+        if (p != ctx->rank && ipu_transport_peer_failed(ctx->tp, p))
+            world_rank = p;
+    if (world_rank < 0 || world_rank >= ctx->size || world_rank == ctx->rank)
+        return; /* not a lost peer (a timeout, a reset connection) */
+    ctx->told = 1;
+    ipu_lost_tell_of(ctx->lost, world_rank);
+    if (ctx->heard == NULL) {
+        char m[300];
+        snprintf(m, sizeof(m), "lost rank %d on host %s; the job cannot continue", world_rank,
+                 ipu_transport_host(ctx->tp, world_rank));
+        ctx->heard = strdup(m);
+    }
+}
+
 static void ctx_free(gcl_ctx_t *ctx)
 {
     if (ctx == NULL)
         return;
+    ipu_lost_close(ctx->lost);
+    free(ctx->heard);
     ipu_transport_close(ctx->tp);
     free(ctx->host_of);
     free(ctx);
@@ -165,6 +198,11 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
 {
     ctx->rank = ipu_transport_rank(ctx->tp);
     ctx->size = ipu_transport_size(ctx->tp);
+    ipu_status_t is = ipu_lost_open(ctx->tp, 0, &ctx->lost);
+    if (is != IPU_OK) {
+        ctx_free(ctx);
+        return gcl_from_ipu(is, "init (lost-rank notices)");
+    }
     gcl_status_t st = topology(ctx);
     if (st != GCL_OK) {
         ctx_free(ctx);
@@ -186,6 +224,9 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     c->id = 0;
     c->sub_id = 1;
     ctx->used_ids[0] |= 3;
+    /* never a communicator's: its internal tags' top values are the
+     * transport's control tags (the notices') */
+    ctx->used_ids[(GCL_MAX_IDS - 1) / 64] |= UINT64_C(1) << ((GCL_MAX_IDS - 1) % 64);
     c->timeout_s = ctx->timeout_s;
     (void)params;
     st = gcl_comm_topology(c);

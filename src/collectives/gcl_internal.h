@@ -17,6 +17,7 @@
 #include "collectives/clock.h"
 #include "collectives/shm.h"
 #include "common/status.h"
+#include "transport/lost.h"
 #include "transport/transport.h"
 
 #include <stdint.h>
@@ -57,6 +58,11 @@ typedef struct gcl_ctx {
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
     struct gcl_request *live, *live_tail; /* the user's outstanding requests, oldest first */
+    ipu_lost_t *lost;          /* lost-rank notices (transport/lost.h); NULL: none */
+    unsigned notice_polls;     /* gcl_ctx_notice calls (it looks every 64th) */
+    int told;                  /* this rank told the others of a loss */
+    char *heard;               /* the loss a notice (or this rank) found: every
+                                * later call fails with it; NULL: none */
 } gcl_ctx_t;
 
 struct gcl_comm {
@@ -146,6 +152,17 @@ struct gcl_request {
 gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Translate a transport status; the transport's message is kept. */
 gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what);
+/* Lost-rank notices (transport/lost.h), one set per context. Once a loss is
+ * known (a notice came, or this rank found one) every call of the context
+ * fails with GCL_ERR_TRANSPORT, "gcl_<what>: lost rank X on host H ...; the
+ * job cannot continue"; until then gcl_ctx_notice looks for a notice every
+ * 64th call (waits call it while idle, every call start) and returns
+ * GCL_OK when there is none. gcl_ctx_tell: this rank found a loss (world
+ * rank, or -1: the peer the transport reports failed, if any); the first
+ * time, every other rank is told and this rank lingers IPU_LOST_LINGER_S
+ * so that they read it. */
+gcl_status_t gcl_ctx_notice(gcl_ctx_t *ctx, const char *what);
+void gcl_ctx_tell(gcl_ctx_t *ctx, int world_rank);
 void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* requests */

@@ -44,18 +44,23 @@ void *gcl_req_alloc(gcl_request_t *r, size_t bytes)
     return (char *)a + 64; /* aligned for any dtype and vector loads */
 }
 
-static void cancel_active(gcl_request_t *r)
+/* Cancel the request's transfers and shm ops; after an error of this
+ * member's own (tell: not a timeout) its shm ops tell the segment's other
+ * members, who would otherwise wait for it until their timeout. */
+static void cancel_active(gcl_request_t *r, int tell)
 {
     for (int i = 0; i < r->nops; i++) {
         gcl_sop_t *o = &r->ops[i];
         if (o->sub) /* started or not: its held ops would block the segment */
-            cancel_active(o->sub);
+            cancel_active(o->sub, tell);
         if (o->state != 1 && !(o->state == 0 && o->shm_op)) /* active, or held on a segment */
             continue;
         if (o->treq)
             ipu_transport_cancel(r->comm->ctx->tp, o->treq);
         o->treq = NULL;
-        if (o->shm_op)
+        if (o->shm_op && tell)
+            gcl_shm_abandon(o->shm_op);
+        else if (o->shm_op)
             gcl_shm_cancel(o->shm_op);
         o->shm_op = NULL;
     }
@@ -111,7 +116,7 @@ void gcl_req_free(gcl_request_t *r)
     if (r == NULL)
         return;
     untrack(r);
-    cancel_active(r);
+    cancel_active(r, 0);
     for (int i = 0; i < r->nops; i++) {
         gcl_req_free(r->ops[i].sub);
     }
@@ -433,7 +438,12 @@ static gcl_status_t run_local(gcl_request_t *r, int i)
  * (another request's wait may have progressed r to its failure). */
 static gcl_status_t fail(gcl_request_t *r, gcl_status_t st)
 {
-    cancel_active(r);
+    char msg[sizeof(r->errmsg)];
+    snprintf(msg, sizeof(msg), "%s", gcl_last_error());
+    if (st == GCL_ERR_TRANSPORT)
+        gcl_ctx_tell(r->comm->ctx, -1); /* a peer lost: tell the others first */
+    gcl_set_error(st, "%s", msg);
+    cancel_active(r, st != GCL_ERR_TIMED_OUT);
     r->err = st;
     snprintf(r->errmsg, sizeof(r->errmsg), "%s", gcl_last_error());
     return st;
@@ -503,6 +513,13 @@ static int waited_peer(const gcl_request_t *r, const char **what)
             *what = o->kind == GOP_RECV ? "data from" : "sending to";
             return r->comm->world[o->peer];
         }
+        if (o->kind == GOP_SHM && o->shm_op) {
+            int j = gcl_shm_waited(r->comm->shm);
+            if (j >= 0 && j < r->comm->size) {
+                *what = "shared memory from";
+                return r->comm->world[j];
+            }
+        }
         if (o->kind == GOP_SUB && o->sub) {
             int p = waited_peer(o->sub, what);
             if (p >= 0)
@@ -551,7 +568,12 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
     if (others && (r->comm->ctx->live != r || r->live_next))
         gcl_progress_live(r->comm->ctx, r);
     gcl_status_t st = gcl_req_progress(r);
-    if (st != GCL_IN_PROGRESS || !r->timed || r->comm->timeout_s <= 0)
+    if (st != GCL_IN_PROGRESS)
+        return st;
+    if ((st = gcl_ctx_notice(r->comm->ctx, r->name)) != GCL_OK)
+        return fail(r, st); /* a rank lost elsewhere */
+    st = GCL_IN_PROGRESS;
+    if (!r->timed || r->comm->timeout_s <= 0)
         return st;
     double now = gcl_now();
     uint64_t moved = comm_moved(r->comm);
@@ -671,7 +693,12 @@ static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t 
     r->ops[i].tag = GCL_TAG(GCL_SCOPE_P2P, comm->id, 0, 0) | (uint64_t)tag;
     if (comm->timeout_s > 0)
         r->timed = 1;
-    gcl_status_t st = gcl_req_progress(r);
+    gcl_status_t st = gcl_ctx_notice(comm->ctx, name);
+    if (st != GCL_OK) {
+        gcl_req_free(r);
+        return st;
+    }
+    st = gcl_req_progress(r);
     if (st != GCL_OK && st != GCL_IN_PROGRESS) {
         gcl_req_free(r);
         return st;

@@ -97,6 +97,8 @@ typedef struct {
     uint64_t slot;
     int32_t size;
     _Atomic int32_t lost;    /* 1 + the local rank a member found lost; 0: none */
+    _Atomic int32_t gave_up; /* 1 + the local rank that abandoned an op after an
+                              * error of its own (gcl_shm_abandon); 0: none */
 } header_t;
 
 enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER, K_COUNT };
@@ -151,7 +153,8 @@ struct gcl_shm {
     uint64_t *seen_in, *seen_red; /* last values read from the peers */
     const char **srcs;            /* size entries: reduction sources */
     gcl_shm_op_t *head, *tail, *free_ops;
-    int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*) */
+    int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*);
+                        * 3: a member abandoned an op (lost_rank: which) */
     /* lost members (peer_gone below): looked for only once the head op has
      * made no progress for LOST_IDLE_S */
     unsigned idle_polls;
@@ -954,6 +957,13 @@ static __attribute__((noinline)) int lost_check(gcl_shm_t *s, const gcl_shm_op_t
         return 0;
     s->idle_next = now + LOST_RECHECK_S;
     header_t *hd = (header_t *)(void *)s->base;
+    int gave_up = atomic_load_explicit(&hd->gave_up, memory_order_acquire) - 1;
+    if (gave_up >= 0 && gave_up < s->size && gave_up != s->rank) {
+        s->broken = 3;
+        s->lost_rank = gave_up;
+        s->lost_pid = atomic_load_explicit(&red_line(s, gave_up)->pid, memory_order_acquire);
+        return 1;
+    }
     int lost = atomic_load_explicit(&hd->lost, memory_order_acquire) - 1;
     for (int j = 0; lost < 0 && j < s->size; j++)
         /* (needs again once it is gone: it may have done its part just
@@ -972,11 +982,30 @@ static __attribute__((noinline)) int lost_check(gcl_shm_t *s, const gcl_shm_op_t
 
 int gcl_shm_lost(const gcl_shm_t *s, int *pid)
 {
-    if (s == NULL || s->broken != 2)
+    if (s == NULL || (s->broken != 2 && s->broken != 3))
         return -1;
     if (pid)
         *pid = s->lost_pid;
     return s->lost_rank;
+}
+
+/* The member the head op waits for: of those it still needs something
+ * from, the one furthest behind (lowest in counter), or -1. */
+int gcl_shm_waited(const gcl_shm_t *s)
+{
+    const gcl_shm_op_t *h = s ? s->head : NULL;
+    if (h == NULL || h->nseg == 0)
+        return -1;
+    int who = -1;
+    uint64_t low = UINT64_MAX;
+    for (int j = 0; j < s->size; j++) {
+        uint64_t v = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
+        if (j != s->rank && needs(s, h, j) && v < low) {
+            low = v;
+            who = j;
+        }
+    }
+    return who;
 }
 
 /* The error of every op of a broken segment. */
@@ -986,6 +1015,11 @@ static gcl_status_t broken_error(const gcl_shm_t *s, const char *what)
         return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
                     "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
                     "the job cannot continue", what, s->lost_rank, s->size, s->lost_pid);
+    if (s->broken == 3)
+        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
+                    "gcl_shm_%s: rank %d of %d on this host gave up on the segment after an error "
+                    "of its own (its message says which); the job cannot continue", what,
+                    s->lost_rank, s->size);
     return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
                 "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled operation",
                 what);
@@ -1061,6 +1095,24 @@ void gcl_shm_cancel(gcl_shm_op_t *op)
         }
     }
     op_release(op);
+}
+
+void gcl_shm_abandon(gcl_shm_op_t *op)
+{
+    if (op == NULL)
+        return;
+    gcl_shm_t *s = op->shm;
+    if (!op->done && s->broken != 2 && s->broken != 3) {
+        header_t *hd = (header_t *)(void *)s->base;
+        int32_t none = 0;
+        atomic_compare_exchange_strong(&hd->gave_up, &none, s->rank + 1);
+    }
+    gcl_shm_cancel(op);
+}
+
+int gcl_shm_gave_up(const gcl_shm_t *s)
+{
+    return s != NULL && s->broken == 3 ? s->lost_rank : -1;
 }
 
 /* ------------------------------------------------------- open / close */

@@ -61,6 +61,12 @@ void gcl_shm_hold(gcl_shm_op_t *op);
 void gcl_shm_release(gcl_shm_op_t *op);
 /* Abandon an op (after a timeout); the segment is unusable afterwards. */
 void gcl_shm_cancel(gcl_shm_op_t *op);
+/* The same after an error of this member's own (a lost network peer, say:
+ * the leader's step of a hierarchical collective): it also tells the
+ * others, so that every member waiting on this one fails within about a
+ * second (GCL_ERR_TRANSPORT, "rank j ... gave up"), not at its timeout. A
+ * timeout cancels without telling: the others end in their own. */
+void gcl_shm_abandon(gcl_shm_op_t *op);
 
 /* A member killed mid-collective: once an op has waited about 0.2 s
  * without progress, the waiting member checks the other members' processes
@@ -71,5 +77,12 @@ void gcl_shm_cancel(gcl_shm_op_t *op);
  * stopped or slow is not lost (the caller's timeout ends the wait).
  * gcl_shm_lost: that member's local rank (and *pid, if not NULL), or -1. */
 int gcl_shm_lost(const gcl_shm_t *shm, int *pid);
+/* The local rank of the member that abandoned an op this member waited on
+ * (gcl_shm_abandon; gcl_shm_lost gives it too), or -1. */
+int gcl_shm_gave_up(const gcl_shm_t *shm);
+
+/* For a timeout's message: the local rank of the member the segment's
+ * oldest unfinished op still waits for (the one furthest behind), or -1. */
+int gcl_shm_waited(const gcl_shm_t *shm);
 
 #endif

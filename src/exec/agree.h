@@ -4,7 +4,7 @@
  * answers each with the verdict (the first failing rank's status and
  * message, or the rank it lost) and, on success, a payload of its own (the
  * measured node costs). Every wait is bounded, by time and / or by the
- * peers' liveness (exec/lost.h pings), so a rank that died or hangs is
+ * peers' liveness (transport/lost.h pings), so a rank that died or hangs is
  * named instead of every other rank waiting for ever in an MPI collective
  * (MPI 4.0 without ULFM has no way to leave one whose peer died).
  *

@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "exec/agree.h"
-#include "exec/lost.h"
+#include "transport/lost.h"
 #include "exec/measure.h"
 #include "exec/watchdog.h"
 #include "exec/binding.h"
@@ -75,7 +75,7 @@ typedef struct pipe {
     const ipu_graph_t *g;
     const ipu_pipeline_params_t *p;
     ipu_transport_t *tr;
-    ipu_lost_t *lost;           /* lost-rank notices (exec/lost.h) */
+    ipu_lost_t *lost;           /* lost-rank notices (transport/lost.h) */
     double T;                   /* --timeout, seconds (default 30) */
     int rank, world, R, P, K, S, replica, C;
     int W;                      /* warm-up sequences per replica (untimed, outputs dropped) */
@@ -443,7 +443,7 @@ static ipu_status_t poll_credits(pipe_t *pp, int *events)
 }
 
 /* Nothing happened for a while: is every rank this one waits on still
- * there? Pings them (exec/lost.h); a rank that stopped answering is lost. */
+ * there? Pings them (transport/lost.h); a rank that stopped answering is lost. */
 static ipu_status_t check_peers(pipe_t *pp)
 {
     for (int i = 0; i < pp->n_ls; i++) {

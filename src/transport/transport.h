@@ -23,7 +23,7 @@
 #define IPU_TRANSPORT_TAG_BITS 40
 #define IPU_TRANSPORT_TAG_MAX ((UINT64_C(1) << IPU_TRANSPORT_TAG_BITS) - 1)
 /* The top tags (IPU_TRANSPORT_TAG_MAX - k, k < this) are control tags
- * (exec/lost.h): no back end folds another tag onto one of them. */
+ * (transport/lost.h): no back end folds another tag onto one of them. */
 #define IPU_TRANSPORT_TAG_CONTROL 3
 
 typedef enum { IPU_TRANSPORT_UCX = 0, IPU_TRANSPORT_MPI = 1 } ipu_transport_kind_t;

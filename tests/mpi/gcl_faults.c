@@ -3,7 +3,8 @@
  *    GCL_ERR_TIMED_OUT no sooner than the timeout and within 5 s after it
  *    (per-communicator timeout: blocking allreduce, non-blocking allgather
  *    with gcl_wait, non-blocking barrier polled with gcl_test, a recv from
- *    the silent rank; the default timeout of gcl_init_params: barrier);
+ *    the silent rank, a split; the default timeout of gcl_init_params:
+ *    barrier); on shared memory the message names the absent rank;
  *  - mismatch (a world made with GCL_DEBUG=1): the last rank calls with
  *    another count, dtype, op, root or collective; every rank gets
  *    GCL_ERR_MISMATCH; one rank's argument error is GCL_ERR_MISMATCH at the
@@ -15,6 +16,7 @@
  * took part. */
 #include "gcl_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -193,6 +195,13 @@ void suite_timeout(void)
         double t0 = now_s();
         timed("allreduce, blocking, one rank absent", gcl_allreduce(x, y, N, GCL_FLOAT32, GCL_SUM, s[0]), t0, T,
               GCL_ERR_TIMED_OUT);
+        /* on shared memory the member waited for is the absent one (every
+         * other has published its part); elsewhere it may be a relay */
+        char who[48];
+        snprintf(who, sizeof(who), "rank %d (world rank %d", size - 1, size - 1);
+        if (strcmp(gcl_algorithm(s[0], GCL_COLL_ALLREDUCE, N * sizeof(float)), "shm") == 0)
+            CHECK(strstr(gcl_last_error(), who) != NULL, "shm timeout does not name the absent %s): %s", who,
+                  gcl_last_error());
         t0 = now_s();
         gcl_status_t st = gcl_iallgather(x, y, N, GCL_FLOAT32, s[1], &req);
         if (st == GCL_OK)
@@ -210,6 +219,14 @@ void suite_timeout(void)
         timed("recv from a rank that never sends", gcl_recv(y, N, GCL_FLOAT32, size - 1, 5, s[3]), t0, T,
               GCL_ERR_TIMED_OUT);
         CHECK(*gcl_last_error() != '\0', "gcl_last_error() empty after a timeout");
+        /* a split the absent rank never calls: its own message, not the
+         * exchange's (s[3] is not used again) */
+        gcl_comm_t *never = NULL;
+        t0 = now_s();
+        timed("gcl_comm_split, one rank absent", gcl_comm_split(s[3], 0, rank, &never), t0, T, GCL_ERR_TIMED_OUT);
+        CHECK(never == NULL && strstr(gcl_last_error(), "gcl_comm_split") != NULL &&
+                  strstr(gcl_last_error(), "has not called") != NULL,
+              "timed-out split: communicator %p, message \"%s\"", (void *)never, gcl_last_error());
         t0 = now_s();
         timed("barrier, timeout of gcl_init_params, one rank absent", gcl_barrier(w), t0, T_INIT,
               GCL_ERR_TIMED_OUT);

@@ -1,6 +1,7 @@
-/* Lost-rank notices of a pipelined run. When a rank loses a peer (the
- * transport reports it failed) it tells every other rank which rank was
- * lost before it stops. A rank that then loses the messenger (it stopped
+/* Lost-rank notices of a pipelined run (exec/pipeline.c) and of a libgcl
+ * context (collectives/context.c). When a rank loses a peer (the transport
+ * reports it failed) it tells every other rank which rank was lost before
+ * it stops. A rank that then loses the messenger (it stopped
  * answering, or the launcher ended it) names the rank that was lost first,
  * and a rank with no link to either hears of it without waiting for its own
  * timeout: every survivor's message names the same rank.
@@ -16,8 +17,8 @@
  * back end (MPI has no peer failure of its own) without waiting for the
  * --timeout that a rank that is alive but stuck still gets. The three
  * tags are the transport's reserved control tags (transport.h). */
-#ifndef IPU_EXEC_LOST_H
-#define IPU_EXEC_LOST_H
+#ifndef IPU_TRANSPORT_LOST_H
+#define IPU_TRANSPORT_LOST_H
 
 #include "transport/transport.h"
 
@@ -48,6 +49,10 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l);
  * other rank not known failed is told, and this rank keeps progressing for
  * IPU_LOST_LINGER_S so that they read it. Returns st. */
 ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st);
+/* The same for a loss the transport does not know of (a member found gone
+ * on shared memory): tells every other rank that rank (or the rank a
+ * notice named before) was lost, and lingers as ipu_lost_tell does. */
+void ipu_lost_tell_of(ipu_lost_t *l, int rank);
 /* Is peer alive? 1: it answered a ping within the last
  * IPU_LOST_PING_EVERY_S; 0: a ping is on its way (one is sent if none is);
  * -1: its transport failed or it left a ping unanswered for ping_s

@@ -1,9 +1,17 @@
-#include "exec/lost.h"
+#include "transport/lost.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* seconds, monotonic (libgcl opens this without MPI: gcl_init_oob) */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 struct ipu_lost {
     ipu_transport_t *t;
@@ -106,7 +114,7 @@ int ipu_lost_alive(ipu_lost_t *l, int peer)
         return 1;
     if (ipu_transport_peer_failed(l->t, peer) || peer == l->dead)
         return -1;
-    double t = MPI_Wtime();
+    double t = now_s();
     answer_pings(l);
     if (l->ping_at[peer] == 0) {
         if (t - l->alive_at[peer] < IPU_LOST_PING_EVERY_S)
@@ -170,7 +178,7 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l)
 {
     if (l == NULL)
         return IPU_OK;
-    double t = MPI_Wtime();
+    double t = now_s();
     if (!l->heard && t < l->next_poll)
         return IPU_OK;
     l->next_poll = t + 0.01;
@@ -179,6 +187,36 @@ ipu_status_t ipu_lost_poll(ipu_lost_t *l)
         return IPU_OK;
     return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (reported by rank %d); the job cannot "
                      "continue", l->lost, ipu_transport_host(l->t, l->lost), l->from);
+}
+
+/* Tell every other rank not known failed that rank lost was lost, and stay
+ * reachable for IPU_LOST_LINGER_S. */
+static void tell(ipu_lost_t *l, int32_t lost)
+{
+    ipu_treq_t **sreq = calloc((size_t)l->size, sizeof(ipu_treq_t *));
+    int left = 0;
+    for (int p = 0; sreq && p < l->size; p++)
+        if (p != l->rank && p != lost && p != l->dead && !ipu_transport_peer_failed(l->t, p) &&
+            ipu_transport_isend(l->t, p, IPU_LOST_TAG, &lost, sizeof lost, &sreq[p]) == IPU_OK)
+            left++;
+    /* stay reachable a while: the others poll for notices every 10 ms while
+     * they run, and a peer that closed its connections at once could leave
+     * its notice unread behind the reset */
+    for (double end = now_s() + IPU_LOST_LINGER_S; now_s() < end;) {
+        ipu_transport_progress(l->t);
+        for (int p = 0; left > 0 && p < l->size; p++) {
+            int done = 0;
+            if (sreq[p] && (ipu_transport_test(l->t, sreq[p], &done) != IPU_OK || done)) {
+                sreq[p] = NULL;
+                left--;
+            }
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int p = 0; sreq && p < l->size; p++)
+        ipu_transport_cancel(l->t, sreq[p]);
+    free(sreq);
 }
 
 ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
@@ -195,37 +233,21 @@ ipu_status_t ipu_lost_tell(ipu_lost_t *l, ipu_status_t st)
         return st; /* not a lost peer */
     /* the peer that failed may have told of an earlier loss: give its
      * notice a moment to be seen */
-    for (double end = MPI_Wtime() + 0.05; failed >= 0 && !check(l, l->size) && MPI_Wtime() < end;)
+    for (double end = now_s() + 0.05; failed >= 0 && !check(l, l->size) && now_s() < end;)
         ipu_transport_progress(l->t);
     int32_t lost = l->heard ? l->lost : failed;
     if (l->heard && failed >= 0 && failed != l->lost)
         snprintf(msg, sizeof msg, "lost rank %d on host %s (reported by rank %d; rank %d is gone too); "
                  "the job cannot continue", l->lost, ipu_transport_host(l->t, l->lost), l->from, failed);
-    ipu_treq_t **sreq = calloc((size_t)l->size, sizeof(ipu_treq_t *));
-    int left = 0;
-    for (int p = 0; sreq && p < l->size; p++)
-        if (p != l->rank && p != lost && p != l->dead && !ipu_transport_peer_failed(l->t, p) &&
-            ipu_transport_isend(l->t, p, IPU_LOST_TAG, &lost, sizeof lost, &sreq[p]) == IPU_OK)
-            left++;
-    /* stay reachable a while: the others poll for notices every 10 ms while
-     * they run, and a peer that closed its connections at once could leave
-     * its notice unread behind the reset */
-    for (double end = MPI_Wtime() + IPU_LOST_LINGER_S; MPI_Wtime() < end;) {
-        ipu_transport_progress(l->t);
-        for (int p = 0; left > 0 && p < l->size; p++) {
-            int done = 0;
-            if (sreq[p] && (ipu_transport_test(l->t, sreq[p], &done) != IPU_OK || done)) {
-                sreq[p] = NULL;
-                left--;
-            }
-        }
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    for (int p = 0; sreq && p < l->size; p++)
-        ipu_transport_cancel(l->t, sreq[p]);
-    free(sreq);
+    tell(l, lost);
     return ipu_error(st, "%s", msg);
+}
+
+void ipu_lost_tell_of(ipu_lost_t *l, int rank)
+{
+    if (l == NULL || rank < 0 || rank >= l->size || rank == l->rank)
+        return;
+    tell(l, (int32_t)(l->heard ? l->lost : rank));
 }
 
 void ipu_lost_close(ipu_lost_t *l)
