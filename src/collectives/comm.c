@@ -219,6 +219,8 @@ int gcl_comm_shm(gcl_comm_t *c)
 
 gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st)
 {
+    if (c->ctx->heard) /* a loss known already (this rank's segment was then abandoned): name it */
+        return gcl_ctx_notice(c->ctx, name);
     int pid = 0, j = gcl_shm_lost(c->shm, &pid);
     if (j >= 0 && j < c->size && gcl_shm_gave_up(c->shm) == j) {
         /* a member that gave up over a lost rank told of it first: name that */

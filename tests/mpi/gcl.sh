@@ -13,7 +13,7 @@
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
 #   (split again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
 #   -b        >= 16 MiB messages for a few combinations
-# Each run is bounded by `timeout`; the whole script takes about 2 minutes on
+# Each run is bounded by `timeout`; the whole script takes 3-7 minutes on
 # 2 cores. GCL_TEST_NP="2 4" runs only those group sizes.
 set -u
 : "${top_builddir:=.}" "${MPIRUN:=mpirun}"
