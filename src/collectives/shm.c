@@ -110,6 +110,7 @@ enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARR
 #define NT_BASE ((size_t)1024)           /* the first size class */
 #define NT_CLASSES 20                    /* log2 size classes from NT_BASE */
 #define NT_EXPLORE 32                    /* one op in this many tries the other way */
+#define NT_WARM 3                        /* the first 2 x this ops of a class alternate */
 typedef struct {
     double ema[2]; /* seconds per byte: [0] ordinary, [1] streaming; 0: none yet */
     uint64_t n;    /* ops of this class so far */
@@ -123,6 +124,7 @@ struct gcl_shm_op {
     int nt;           /* outputs written with streaming stores (large) */
     int snt;          /* staging written with streaming stores (stage_nt) */
     int nt_key;       /* index into shm->ntst, -1: not timed */
+    int nt_warm;      /* one of its class's first ops (stage_nt_update) */
     size_t bytes;     /* output bytes (the timing's unit) */
     int started;
     double t0;        /* first step, seconds */
@@ -594,7 +596,12 @@ static void stage_nt_choose(gcl_shm_op_t *o)
     o->nt_key = o->kind * NT_CLASSES + c;
     nt_stat_t *t = &s->ntst[o->nt_key];
     uint64_t k = t->n++;
-    if (t->ema[0] == 0 || t->ema[1] == 0) {
+    if (k < 2 * NT_WARM) { /* both ways, in turn (every member counts the same ops) */
+        o->snt = (int)(k & 1);
+        o->nt_warm = 1;
+        return;
+    }
+    if (t->ema[0] == 0 || t->ema[1] == 0) { /* (a warm op not timed) */
         o->snt = t->ema[0] != 0;
         return;
     }
@@ -603,7 +610,9 @@ static void stage_nt_choose(gcl_shm_op_t *o)
 }
 
 /* A timed op is done: fold its seconds per byte into its mode's average
- * (the mode it tried against the other's average replaces it outright). */
+ * (the mode it tried against the other's average replaces it outright).
+ * The first ops of a class keep each mode's best: one op slowed by page
+ * faults or a neighbour must not settle the choice for the next 32. */
 static void stage_nt_update(gcl_shm_op_t *o)
 {
     if (o->nt_key < 0 || !o->started)
@@ -611,7 +620,9 @@ static void stage_nt_update(gcl_shm_op_t *o)
     nt_stat_t *t = &o->shm->ntst[o->nt_key];
     double v = (gcl_now() - o->t0) / (double)o->bytes;
     double *e = &t->ema[o->snt], other = t->ema[!o->snt];
-    if (*e == 0 || (other != 0 && *e > other))
+    if (o->nt_warm)
+        *e = *e == 0 || v < *e ? v : *e;
+    else if (*e == 0 || (other != 0 && *e > other))
         *e = v;
     else
         *e = 0.75 * *e + 0.25 * v;
