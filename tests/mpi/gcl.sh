@@ -12,8 +12,10 @@
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
 #   (split again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
-#   -b        >= 16 MiB messages for a few combinations
-# Each run is bounded by `timeout`; the whole script takes 3-7 minutes on
+#   -b        >= 16 MiB messages (coll at every group size; algo at 2 and
+#             4): allreduce of every dtype, the ops in turn, and a few
+#             combinations of the others; each forced algorithm once
+# Each run is bounded by `timeout`; the whole script takes 6-10 minutes on
 # 2 cores. GCL_TEST_NP="2 4" runs only those group sizes.
 set -u
 : "${top_builddir:=.}" "${MPIRUN:=mpirun}"
@@ -45,13 +47,13 @@ run() {
 
 for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
     case $np in
-    1) run 1 60 api,coll,split,algo ;;
-    2) run 2 120 api,coll,split,timeout,mismatch,algo -b ;;
-    3) run 3 150 coll,split,algo ;;
-    4) run 4 180 api,coll,split,timeout,mismatch,algo -b ;;
-    5) run 5 150 coll,split,algo -q ;;
-    7) run 7 150 coll,split,timeout,mismatch -q ;;
-    8) run 8 180 api,coll,split,algo -q ;;
+    1) run 1 120 api,coll,split,algo -b ;;
+    2) run 2 180 api,coll,split,timeout,mismatch,algo -b ;;
+    3) run 3 240 coll -b; run 3 150 split,algo ;;
+    4) run 4 300 api,coll,split,timeout,mismatch,algo -b ;;
+    5) run 5 240 coll -q -b; run 5 150 split,algo -q ;;
+    7) run 7 300 coll -q -b; run 7 150 split,timeout,mismatch -q ;;
+    8) run 8 360 coll -q -b; run 8 180 api,split,algo -q ;;
     *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
     esac
 done

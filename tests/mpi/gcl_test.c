@@ -7,8 +7,9 @@
  * MPI transport), coll (every collective x dtype x op x count {0, 1, 7,
  * size-1, size+1, 100003} x blocking / non-blocking / in-place), split
  * (gcl_split.c), timeout, mismatch (gcl_faults.c), algo (gcl_algo.c: the
- * algorithm named by GCL_<COLL>_ALGO). -b adds >= 16 MiB messages for a few
- * combinations; -q (quick, for large oversubscribed groups) runs two ops per
+ * algorithm named by GCL_<COLL>_ALGO). -b adds >= 16 MiB messages: an
+ * allreduce of every dtype (the five ops in turn), and a few combinations
+ * of the other collectives; -q (quick, for large oversubscribed groups) runs two ops per
  * dtype instead of five (all five over the eight dtypes), and fewer counts
  * per forced algorithm.
  *
@@ -387,9 +388,13 @@ static void suite_coll(int big)
     test_barrier(world, MPI_COMM_WORLD);
     if (!big)
         return;
-    /* >= 16 MiB: counts not divisible by the group size */
+    /* >= 16 MiB: counts not divisible by the group size; allreduce of
+     * every dtype (blocking, non-blocking, in place), the ops in turn so
+     * that each one is run */
     const size_t M16 = 16u << 20;
-    test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, M16 / 4 + 5, seed++, COLL_ALLREDUCE);
+    for (int dt = 0; dt < GCL_DTYPE_COUNT; dt++)
+        test_reductions(world, MPI_COMM_WORLD, (gcl_dtype_t)dt, (gcl_op_t)(dt % GCL_OP_COUNT),
+                        M16 / ref_dsize((gcl_dtype_t)dt) + 5, seed++, COLL_ALLREDUCE);
     test_reductions(world, MPI_COMM_WORLD, GCL_BFLOAT16, GCL_AVG, M16 / 2 + 3, seed++, COLL_ALLREDUCE);
     test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT64, GCL_MAX, M16 / 8 + 1, seed++, COLL_REDUCE);
     test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, M16 / 4 / (size_t)size + 3, seed++,
