@@ -27,8 +27,8 @@
  * no resets, and the copy-in of segment g + 1 overlaps the reduction of g
  * (a member runs up to B - 2 segments ahead of its copy-out).
  *
- * Large ops write staging with ordinary or streaming stores, chosen per op
- * by timing (stage_nt_choose below).
+ * Ops from 4 KiB (reductions) or 16 KiB write staging with ordinary or
+ * streaming stores, chosen per op by timing (stage_nt_choose below).
  *
  * Algorithms (the caller's buffers are private; everything crosses the
  * staging buffers):
@@ -106,7 +106,11 @@ enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARR
 /* Streaming stores into staging, chosen per op by measurement (stage_nt_*
  * below): per (kind, size class) the moving average of seconds per byte
  * with and without them. */
-#define NT_MIN_BYTES ((size_t)16 * 1024) /* smaller ops: ordinary stores (GCL_SHM_STAGE_NT_MIN) */
+/* smaller ops: ordinary stores (GCL_SHM_STAGE_NT_MIN sets both). Reductions
+ * from 4 KiB (slow state 4-8 KiB allreduce 3.6-8.6 us -> 2.2-5.9, fast
+ * state +3-10%); broadcast and allgather from 16 KiB (at 8 KiB mixed). */
+#define NT_MIN_BYTES ((size_t)16 * 1024)
+#define NT_MIN_RED_BYTES ((size_t)4 * 1024)
 #define NT_BASE ((size_t)1024)           /* the first size class */
 #define NT_CLASSES 20                    /* log2 size classes from NT_BASE */
 #define NT_EXPLORE 32                    /* one op in this many tries the other way */
@@ -146,7 +150,8 @@ struct gcl_shm {
     size_t slot, bytes, oneshot_max;
     size_t stream_min; /* outputs from this size on bypass the cache */
     int stage_nt;      /* streaming stores into staging: -1 chosen per op, 0 no, 1 yes */
-    size_t stage_nt_min; /* smaller ops write staging with ordinary stores */
+    size_t stage_nt_min, stage_nt_min_red; /* smaller ops (reductions: _red) write
+                                            * staging with ordinary stores */
     nt_stat_t ntst[K_COUNT * NT_CLASSES];
     char *blk;         /* SUB_BYTES of scratch (reductions bound for staging) */
     char *base;
@@ -310,7 +315,7 @@ static int ar_oneshot(gcl_shm_op_t *o)
     if (o->k_in == 0) {
         if (!can_write(s, g))
             return 0;
-        gcl_copy(buf(s, s->rank, g, o->inl), o->in, bytes);
+        stage_copy(o, buf(s, s->rank, g, o->inl), o->in, bytes);
         publish_in(s, g);
         o->k_in = 1;
     }
@@ -584,7 +589,9 @@ static void stage_nt_choose(gcl_shm_op_t *o)
     gcl_shm_t *s = o->shm;
     o->nt_key = -1;
     o->snt = 0;
-    if (bytes < s->stage_nt_min || o->oneshot || o->inl || o->nseg == 0 || o->kind == K_BARRIER)
+    int red = o->kind == K_ALLREDUCE || o->kind == K_REDUCE || o->kind == K_REDUCE_SCATTER;
+    if (bytes < (red ? s->stage_nt_min_red : s->stage_nt_min) || o->inl || o->nseg == 0 ||
+        o->kind == K_BARRIER)
         return;
     if (s->stage_nt >= 0) {
         o->snt = s->stage_nt;
@@ -1251,6 +1258,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     s->stage_nt = env && *env && strcmp(env, "auto") != 0 ? atoi(env) != 0 : -1;
     env = getenv("GCL_SHM_STAGE_NT_MIN");
     s->stage_nt_min = env && *env ? strtoull(env, NULL, 0) : NT_MIN_BYTES;
+    s->stage_nt_min_red = env && *env ? s->stage_nt_min : NT_MIN_RED_BYTES;
     size_t ctl = round_up(LINE + (size_t)local_size * 2 * LINE, 4096);
     env = getenv("GCL_SHM_NBUF");
     s->nbuf = env && *env ? strtoull(env, NULL, 0) : 3;
