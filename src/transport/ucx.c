@@ -235,14 +235,24 @@ static ipu_status_t check_length(ipu_transport_t *t, ipu_treq_t *r, ucs_status_t
                      got, r->len);
 }
 
-static ipu_status_t started(ipu_treq_t *r, ucs_status_ptr_t p, const char *what)
+static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t p, const char *what)
 {
     if (p == NULL) { /* a send completed at once */
         r->done = 1;
         return IPU_OK;
     }
+    ucs_status_t s = UCS_PTR_IS_ERR(p) ? UCS_PTR_STATUS(p) : UCS_OK;
+    if (!r->is_recv && (s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_CONNECTION_RESET ||
+                        s == UCS_ERR_UNREACHABLE)) {
+        /* the endpoint failed before its error handler ran: the peer is
+         * lost, as when a posted request completes with the error */
+        t->failed[r->peer] = 1;
+        t->fail_reason[r->peer] = s;
+        return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue",
+                         r->peer, t->hosts[r->peer], ucs_status_string(s));
+    }
     if (UCS_PTR_IS_ERR(p))
-        return ucx_error(what, UCS_PTR_STATUS(p));
+        return ucx_error(what, s);
     r->ucx = p;
     return IPU_OK;
 }
@@ -256,7 +266,7 @@ static ipu_status_t ucx_isend(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, c
     }
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)t->rank << SRC_SHIFT) | tag;
-    return started(r, ucp_tag_send_nbx(t->eps[r->peer], buf, r->len, utag, &p), "send");
+    return started(t, r, ucp_tag_send_nbx(t->eps[r->peer], buf, r->len, utag, &p), "send");
 }
 
 static ipu_status_t ucx_irecv(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, void *buf)
@@ -266,7 +276,7 @@ static ipu_status_t ucx_irecv(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, v
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
                              .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)r->peer << SRC_SHIFT) | tag;
-    return started(r, ucp_tag_recv_nbx(t->worker, buf, r->len, utag, FULL_MASK, &p), "receive");
+    return started(t, r, ucp_tag_recv_nbx(t->worker, buf, r->len, utag, FULL_MASK, &p), "receive");
 }
 
 static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
