@@ -229,6 +229,12 @@ gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st
             if (nst != GCL_OK)
                 return nst;
         }
+        if (c->internal) /* a host-local step: its ranks mean nothing to the caller */
+            return gcl_set_error(GCL_ERR_TRANSPORT,
+                                 "gcl_%s (shm, a host-local step): rank %d of the job on host %s gave "
+                                 "up on this collective after an error of its own (its message says "
+                                 "which); the job cannot continue", name, c->world[j],
+                                 ipu_transport_host(c->ctx->tp, c->world[j]));
         return gcl_set_error(GCL_ERR_TRANSPORT,
                              "gcl_%s (shm) on communicator %u (rank %d of %d): rank %d (world rank %d) "
                              "on host %s gave up on this collective after an error of its own (its "
@@ -250,6 +256,8 @@ gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st
                              ipu_transport_host(c->ctx->tp, c->world[j]), pid);
     char msg[900];
     snprintf(msg, sizeof(msg), "%s", ipu_error_message());
+    if (c->internal)
+        return gcl_set_error(st, "gcl_%s (shm, a host-local step): %s", name, msg);
     return gcl_set_error(st, "gcl_%s (shm) on communicator %u (rank %d of %d): %s", name, c->id,
                          c->rank, c->size, msg);
 }

@@ -198,7 +198,7 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
 {
     ctx->rank = ipu_transport_rank(ctx->tp);
     ctx->size = ipu_transport_size(ctx->tp);
-    ipu_status_t is = ipu_lost_open(ctx->tp, 0, &ctx->lost);
+    ipu_status_t is = ipu_lost_open(ctx->tp, -1, &ctx->lost); /* notices, no pings */
     if (is != IPU_OK) {
         ctx_free(ctx);
         return gcl_from_ipu(is, "init (lost-rank notices)");

@@ -1120,7 +1120,7 @@ void gcl_shm_abandon(gcl_shm_op_t *op)
     if (op == NULL)
         return;
     gcl_shm_t *s = op->shm;
-    if (!op->done && s->broken != 2 && s->broken != 3) {
+    if (!op->done && !s->broken) { /* (broken: by a timeout, or by another's loss) */
         header_t *hd = (header_t *)(void *)s->base;
         int32_t none = 0;
         atomic_compare_exchange_strong(&hd->gave_up, &none, s->rank + 1);

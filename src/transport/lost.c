@@ -31,6 +31,7 @@ struct ipu_lost {
     int32_t token;              /* what pings and pongs carry */
     int dead;                   /* a peer that stopped answering (-1: none) */
     double ping_s;              /* an unanswered ping this old: lost */
+    int no_pings;               /* notices only (ipu_lost_open's ping_s < 0) */
 };
 
 ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out)
@@ -52,11 +53,12 @@ ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out)
     l->size = n;
     l->dead = -1;
     l->ping_s = ping_s > IPU_LOST_PING_S ? ping_s : IPU_LOST_PING_S;
+    l->no_pings = ping_s < 0;
     for (int p = 0; p < n; p++) {
         if (p == l->rank)
             continue;
         ipu_status_t st = ipu_transport_irecv(t, p, IPU_LOST_TAG, &l->in[p], sizeof(int32_t), &l->rreq[p]);
-        if (st == IPU_OK)
+        if (st == IPU_OK && !l->no_pings)
             st = ipu_transport_irecv(t, p, IPU_PING_TAG, &l->ping_in[p], sizeof(int32_t), &l->ping_rreq[p]);
         if (st != IPU_OK) {
             ipu_lost_close(l);
@@ -110,7 +112,7 @@ static void answer_pings(ipu_lost_t *l)
 
 int ipu_lost_alive(ipu_lost_t *l, int peer)
 {
-    if (l == NULL || peer == l->rank || peer < 0 || peer >= l->size)
+    if (l == NULL || l->no_pings || peer == l->rank || peer < 0 || peer >= l->size)
         return 1;
     if (ipu_transport_peer_failed(l->t, peer) || peer == l->dead)
         return -1;

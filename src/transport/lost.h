@@ -36,7 +36,8 @@
 typedef struct ipu_lost ipu_lost_t;
 
 /* Post the receives (notices and pings from every peer); a ping unanswered
- * for ping_s seconds (at least IPU_LOST_PING_S) loses its peer. Errors:
+ * for ping_s seconds (at least IPU_LOST_PING_S) loses its peer. ping_s < 0:
+ * notices only (no ping receives; ipu_lost_alive says 1: libgcl). Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out);
 /* A notice arrived (8 of the receives tested at most every 10 ms, in turn,

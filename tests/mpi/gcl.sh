@@ -11,7 +11,7 @@
 #   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
-#   (split again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
+#   (split and timeout again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
 #   -b        >= 16 MiB messages (coll at every group size; algo at 2 and
 #             4): allreduce of every dtype, the ops in turn, and a few
 #             combinations of the others; each forced algorithm once
@@ -61,7 +61,7 @@ done
 # share a host, so split's crossed starts and waits run hierarchical calls
 echo "with GCL_TOPO_PPN=2:"
 export GCL_TOPO_PPN=2
-run 4 120 split
+run 4 120 split,timeout
 unset GCL_TOPO_PPN
 echo "gcl.sh: $(($(date +%s) - start)) s"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,8 @@
  *    others. Calls that match still succeed with GCL_DEBUG=1.
  *  - late wait and sequence window (every rank): late_wait_and_window.
  *  - a late rank gets nothing of the calls that timed out on the others,
- *    whose buffers are reused at once: late_peer_data.
+ *    whose buffers are reused at once: late_peer_data; and it gets its
+ *    own timeout, not a report that they gave up: late_after_timeouts.
  * Each case runs on a communicator of its own, split off while all ranks
  * took part. */
 #include "gcl_test.h"
@@ -171,6 +172,47 @@ static void late_peer_data(gcl_comm_t *w, double T)
     gcl_comm_destroy(c);
 }
 
+/* A rank late for calls the others gave up on by timeout gets its own
+ * timeout (or, on one host, the result of their staged parts), not "gave
+ * up after an error of its own" from their pending calls
+ * (which fail once the first one's timeout abandoned the shared-memory
+ * segment: that is no error of their own to tell). */
+static void late_after_timeouts(gcl_comm_t *w, double T)
+{
+    int last = size - 1;
+    gcl_comm_t *c = NULL;
+    if (!gok(gcl_comm_split(w, 0, rank, &c), "split") || !gok(gcl_barrier(c), "barrier") ||
+        !gok(gcl_comm_set_timeout(c, T), "set timeout"))
+        return;
+    enum { N = 4096 };
+    float *x = calloc(N, sizeof(float)), *y = calloc(N, sizeof(float)), *z = calloc(N, sizeof(float));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != last) {
+        gcl_request_t *a = NULL, *b = NULL;
+        double t0 = now_s();
+        gcl_status_t sa = gcl_iallreduce(x, y, N, GCL_FLOAT32, GCL_SUM, c, &a);
+        gcl_status_t sb = gcl_iallreduce(x, z, N, GCL_FLOAT32, GCL_SUM, c, &b);
+        if (sa == GCL_OK)
+            sa = gcl_wait(&a);
+        timed("iallreduce, one rank late", sa, t0, T, GCL_ERR_TIMED_OUT);
+        if (sb == GCL_OK)
+            sb = gcl_wait(&b);
+        CHECK(sb != GCL_OK, "the second iallreduce, one rank late: succeeded");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == last) { /* success where the others' parts were all staged (one host) */
+        double t0 = now_s();
+        gcl_status_t st = gcl_allreduce(x, y, N, GCL_FLOAT32, GCL_SUM, c);
+        if (st != GCL_OK)
+            timed("allreduce, late for the calls the others timed out on", st, t0, T, GCL_ERR_TIMED_OUT);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(x);
+    free(y);
+    free(z);
+    gcl_comm_destroy(c);
+}
+
 void suite_timeout(void)
 {
     if (size < 2)
@@ -233,6 +275,7 @@ void suite_timeout(void)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     late_peer_data(w, T);
+    late_after_timeouts(w, T);
     for (int i = 0; i < SUBS; i++)
         gcl_comm_destroy(s[i]);
     gcl_finalize(w);
