@@ -221,45 +221,41 @@ gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st
 {
     if (c->ctx->heard) /* a loss known already (this rank's segment was then abandoned): name it */
         return gcl_ctx_notice(c->ctx, name);
+    /* a host-local step's communicator is internal: its ranks mean nothing
+     * to the caller, so name ranks in the job */
+    char where[96], who[64] = "", msg[900];
+    if (c->internal)
+        snprintf(where, sizeof(where), "(shm, a host-local step)");
+    else
+        snprintf(where, sizeof(where), "(shm) on communicator %u (rank %d of %d)", c->id, c->rank, c->size);
     int pid = 0, j = gcl_shm_lost(c->shm, &pid);
-    if (j >= 0 && j < c->size && gcl_shm_gave_up(c->shm) == j) {
+    if (j >= 0 && j < c->size) {
+        if (c->internal)
+            snprintf(who, sizeof(who), "rank %d of the job", c->world[j]);
+        else
+            snprintf(who, sizeof(who), "rank %d (world rank %d)", j, c->world[j]);
+    }
+    const char *host = j >= 0 && j < c->size ? ipu_transport_host(c->ctx->tp, c->world[j]) : "";
+    if (*who && gcl_shm_gave_up(c->shm) == j) {
         /* a member that gave up over a lost rank told of it first: name that */
         for (double end = gcl_now() + 0.1; gcl_now() < end;) {
             gcl_status_t nst = gcl_ctx_notice(c->ctx, name);
             if (nst != GCL_OK)
                 return nst;
         }
-        if (c->internal) /* a host-local step: its ranks mean nothing to the caller */
-            return gcl_set_error(GCL_ERR_TRANSPORT,
-                                 "gcl_%s (shm, a host-local step): rank %d of the job on host %s gave "
-                                 "up on this collective after an error of its own (its message says "
-                                 "which); the job cannot continue", name, c->world[j],
-                                 ipu_transport_host(c->ctx->tp, c->world[j]));
         return gcl_set_error(GCL_ERR_TRANSPORT,
-                             "gcl_%s (shm) on communicator %u (rank %d of %d): rank %d (world rank %d) "
-                             "on host %s gave up on this collective after an error of its own (its "
-                             "message says which); the job cannot continue", name, c->id, c->rank,
-                             c->size, j, c->world[j], ipu_transport_host(c->ctx->tp, c->world[j]));
+                             "gcl_%s %s: %s on host %s gave up on this collective after an error of "
+                             "its own (its message says which); the job cannot continue", name, where,
+                             who, host);
     }
-    if (j >= 0 && j < c->size)
+    if (*who) {
         gcl_ctx_tell(c->ctx, c->world[j]); /* the others, elsewhere, wait on us */
-    if (j >= 0 && j < c->size && c->internal) /* a host-local step: its ranks mean nothing to the caller */
         return gcl_set_error(GCL_ERR_TRANSPORT,
-                             "gcl_%s (shm, a host-local step): lost rank %d of the job on host %s (its "
-                             "process, pid %d, is gone); the job cannot continue", name, c->world[j],
-                             ipu_transport_host(c->ctx->tp, c->world[j]), pid);
-    if (j >= 0 && j < c->size)
-        return gcl_set_error(GCL_ERR_TRANSPORT,
-                             "gcl_%s (shm) on communicator %u (rank %d of %d): lost rank %d (world "
-                             "rank %d) on host %s (its process, pid %d, is gone); the job cannot "
-                             "continue", name, c->id, c->rank, c->size, j, c->world[j],
-                             ipu_transport_host(c->ctx->tp, c->world[j]), pid);
-    char msg[900];
+                             "gcl_%s %s: lost %s on host %s (its process, pid %d, is gone); the job "
+                             "cannot continue", name, where, who, host, pid);
+    }
     snprintf(msg, sizeof(msg), "%s", ipu_error_message());
-    if (c->internal)
-        return gcl_set_error(st, "gcl_%s (shm, a host-local step): %s", name, msg);
-    return gcl_set_error(st, "gcl_%s (shm) on communicator %u (rank %d of %d): %s", name, c->id,
-                         c->rank, c->size, msg);
+    return gcl_set_error(st, "gcl_%s %s: %s", name, where, msg);
 }
 
 /* ------------------------------------------------------------- splits */
