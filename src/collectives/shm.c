@@ -14,18 +14,23 @@
  *
  * Every operation consumes a range of global segment numbers g (1, 2, ...),
  * the same on every member because all start the same ops in the same order
- * with the same arguments; segment g uses buffer g % B of each member. Two
+ * with the same arguments; segment g uses buffer g % B of each member. Three
  * monotonic counters per member, each written only by that member with
  * release stores and read with acquire loads:
  *   in  = g: the member's data for segment g is in its buffer g % B, and it
  *            has finished reading every other member's buffers for all
  *            segments <= g - (B - 1);
- *   red = g: the member's reduced chunk of segment g is in its buffer.
+ *   red = g: the member's reduced chunk of segment g is in its buffer;
+ *   rd  = g: it has finished reading every segment <= g (set by broadcast
+ *            readers, whose in cannot run past their op: in also says
+ *            "my data is ready").
  * A member writes its buffer for segment g only once every member has
- * in >= g - 1 (then nobody still reads segment g - B, the buffer's previous
- * use). These two rules are all the flow control there is: no "done" flags,
- * no resets, and the copy-in of segment g + 1 overlaps the reduction of g
- * (a member runs up to B - 2 segments ahead of its copy-out).
+ * in >= g - 1 or rd >= g - B (then nobody still reads segment g - B, the
+ * buffer's previous use). These rules are all the flow control there is: no
+ * "done" flags, no resets, the copy-in of segment g + 1 overlaps the
+ * reduction of g (a member runs up to B - 2 segments ahead of its copy-out),
+ * and a broadcast root runs up to B segments ahead of its slowest reader,
+ * across ops (as an MPI root's eager sends do).
  *
  * Ops from 4 KiB (reductions) or 16 KiB write staging with ordinary or
  * streaming stores, chosen per op by timing (stage_nt_choose below).
@@ -43,7 +48,7 @@
  *     per byte for n = 2, the physical limit (notes/collectives.md).
  *   reduce_scatter: the same without the copy-out (result straight to recv).
  *   allgather: each member stages its piece, all copy every piece out.
- *   broadcast: the root stages, the others copy out (root runs 2 ahead).
+ *   broadcast: the root stages, the others copy out (root runs B ahead).
  *   barrier: publish, wait for everyone.
  * Waiting never spins here: a step whose flag is not ready returns
  * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
@@ -70,14 +75,16 @@
 #define LINE 128
 #define NBUF 7 /* most staging buffers per member (inline areas: 8 + 7 * 16 <= LINE) */
 #define INL_BYTES 16
-#define SHM_MAGIC 0x67636c73686d3031ull /* "gclshm01" */
+#define SHM_MAGIC 0x67636c73686d3032ull /* "gclshm02" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
 #define ONESHOT_MAX_DEFAULT (16 * 1024)
 
 typedef struct {
     _Atomic uint64_t in;
     unsigned char inl[NBUF][INL_BYTES];
+    _Atomic uint64_t rd; /* "read" counter (flow control below) */
 } in_line_t;
+_Static_assert(sizeof(in_line_t) <= LINE, "an in line fits its line");
 
 /* A member's "red" line: its red counter, then who the member is (written
  * once at open, read by the others only when they look for a lost peer). */
@@ -157,7 +164,7 @@ struct gcl_shm {
     char *base;
     char *data;
     uint64_t next_g;              /* next free global segment number */
-    uint64_t *seen_in, *seen_red; /* last values read from the peers */
+    uint64_t *seen_in, *seen_red, *seen_rd; /* last values read from the peers */
     const char **srcs;            /* size entries: reduction sources */
     gcl_shm_op_t *head, *tail, *free_ops;
     int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*);
@@ -234,8 +241,27 @@ static int all_in(gcl_shm_t *s, uint64_t g)
             return 0;
     return 1;
 }
+static inline void publish_rd(gcl_shm_t *s, uint64_t g)
+{
+    atomic_store_explicit(&in_line(s, s->rank)->rd, g, memory_order_release);
+}
+/* Has member j finished reading segment g - nbuf (the previous use of
+ * segment g's buffers): in >= g - 1 or rd >= g - nbuf. */
+static inline int read_before(gcl_shm_t *s, int j, uint64_t g)
+{
+    if (in_ready(s, j, g - 1) || s->seen_rd[j] + s->nbuf >= g)
+        return 1;
+    s->seen_rd[j] = atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire);
+    return s->seen_rd[j] + s->nbuf >= g;
+}
 /* May this member overwrite its buffer for segment g? */
-static inline int can_write(gcl_shm_t *s, uint64_t g) { return all_in(s, g - 1); }
+static inline int can_write(gcl_shm_t *s, uint64_t g)
+{
+    for (int j = 0; j < s->size; j++)
+        if (j != s->rank && !read_before(s, j, g))
+            return 0;
+    return 1;
+}
 
 static size_t esize(gcl_dtype_t dt)
 {
@@ -498,9 +524,8 @@ static int bc_step(gcl_shm_op_t *o)
         }
         return o->k_in == o->nseg;
     }
-    if (o->k_in == 0) { /* nothing read yet: the root may stage g0 .. g0 + B - 1 */
-        uint64_t claim = o->g0 + s->nbuf - 2;
-        publish_in(s, claim < last ? claim : last);
+    if (o->k_in == 0) { /* nothing before g0 is read any more */
+        publish_rd(s, o->g0 - 1);
         o->k_in = 1;
     }
     while (o->k_out < o->nseg && in_ready(s, o->root, o->g0 + o->k_out)) {
@@ -508,11 +533,13 @@ static int bc_step(gcl_shm_op_t *o)
         out_copy(o, o->out + k * E * o->es, buf(s, o->root, o->g0 + k, o->inl),
                min_sz(E, o->count - k * E) * o->es);
         o->k_out++;
-        /* read everything up to k: may claim k + nbuf - 1 (never past this op) */
-        uint64_t claim = o->g0 + k + s->nbuf - 1;
-        publish_in(s, claim < last ? claim : last);
+        /* read up to k: the root may stage up to k + nbuf, into later ops */
+        publish_rd(s, o->g0 + k);
     }
-    return o->k_out == o->nseg;
+    if (o->k_out < o->nseg)
+        return 0;
+    publish_in(s, last);
+    return 1;
 }
 
 /* --------------------------------------------------------------- barrier */
@@ -1226,7 +1253,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                     local_size, allgather ? "set" : "NULL");
     *out = NULL;
     gcl_shm_t *s = calloc(1, sizeof(*s));
-    uint64_t *seen = calloc(3 * (size_t)local_size, sizeof(uint64_t));
+    uint64_t *seen = calloc(4 * (size_t)local_size, sizeof(uint64_t));
     void *blk = NULL;
     if (s == NULL || seen == NULL || posix_memalign(&blk, 64, SUB_BYTES) != 0) {
         free(s);
@@ -1238,7 +1265,8 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     s->size = local_size;
     s->seen_in = seen;
     s->seen_red = seen + local_size;
-    s->srcs = (const char **)(void *)(seen + 2 * local_size);
+    s->seen_rd = seen + 2 * local_size;
+    s->srcs = (const char **)(void *)(seen + 3 * local_size);
     s->next_g = 1;
     s->lost_rank = -1;
     if (slot_bytes == 0)

@@ -337,6 +337,61 @@ static void test_sequence(gcl_shm_t *shm)
     }
 }
 
+/* Broadcasts back to back: a root runs ahead of readers that have not
+ * started yet (at least 3 ops: the default's 3 staging buffers), and a long
+ * run with the roots in turn, sizes inline, staged and multi-segment, and an
+ * allreduce now and then, delivers every value. */
+static void test_bcast_ahead(gcl_shm_t *shm)
+{
+    gcl_shm_op_t *o;
+    enum { AHEAD = 3, RUN = 1500 };
+    uint32_t v[AHEAD + 1], mine = 0;
+    CHECK(gcl_shm_broadcast_start(shm, &mine, 1, GCL_INT32, 0, &o) == GCL_OK, "start");
+    CHECK(wait_op(o) == GCL_OK, "broadcast");
+    if (g_size > 1 && g_rank != 0)
+        usleep(300000);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i <= AHEAD; i++) {
+        v[i] = g_rank == 0 ? 1000u + (uint32_t)i : 0u;
+        CHECK(gcl_shm_broadcast_start(shm, &v[i], 1, GCL_INT32, 0, &o) == GCL_OK, "start");
+        CHECK(wait_op(o) == GCL_OK, "broadcast %d", i);
+        if (g_rank == 0 && i == AHEAD - 1 && g_size > 1)
+            CHECK(MPI_Wtime() - t0 < 0.15, "the root waited for its readers %.3f s in its first "
+                  "%d broadcasts", MPI_Wtime() - t0, AHEAD);
+    }
+    for (int i = 0; i <= AHEAD; i++)
+        CHECK(v[i] == 1000u + (uint32_t)i, "ahead: broadcast %d got %u", i, v[i]);
+
+    size_t sizes[] = {1, 4, 37, 3000, 70001};
+    size_t maxn = 70001;
+    uint32_t *b = malloc(maxn * 4), *in = malloc(4), sum;
+    for (int it = 0; it < RUN; it++) {
+        int root = (it / 7) % g_size;
+        size_t n = sizes[(it * 5 + it / 11) % 5];
+        uint32_t key = (uint32_t)hash3(777, (uint64_t)it, 0);
+        for (size_t i = 0; i < n; i++)
+            b[i] = g_rank == root ? key + (uint32_t)i : 0u;
+        CHECK(gcl_shm_broadcast_start(shm, b, n, GCL_INT32, root, &o) == GCL_OK, "start");
+        CHECK(wait_op(o) == GCL_OK, "broadcast it %d", it);
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (b[i] != key + (uint32_t)i)
+                bad = i;
+        CHECK(bad == n, "run: broadcast it %d (%zu elements, root %d): element %zu wrong", it, n,
+              root, bad);
+        if (it % 13 == 12) {
+            in[0] = (uint32_t)(g_rank + it);
+            CHECK(gcl_shm_allreduce_start(shm, in, &sum, 1, GCL_INT32, GCL_SUM, &o) == GCL_OK,
+                  "start");
+            CHECK(wait_op(o) == GCL_OK, "allreduce it %d", it);
+            uint32_t exp = (uint32_t)(g_size * (g_size - 1) / 2 + g_size * it);
+            CHECK(sum == exp, "run: allreduce it %d got %u expected %u", it, sum, exp);
+        }
+    }
+    free(b);
+    free(in);
+}
+
 static void test_barrier(gcl_shm_t *shm)
 {
     gcl_shm_op_t *o;
@@ -405,6 +460,8 @@ int main(int argc, char **argv)
     test_sequence(shm);
     test_sequence(small);
     test_sequence(nt);
+    test_bcast_ahead(shm);
+    test_bcast_ahead(small);
     test_barrier(shm);
 
     gcl_shm_close(shm);
