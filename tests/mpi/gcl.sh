@@ -12,11 +12,15 @@
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
 #   (split and timeout again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
-#   -b        >= 16 MiB messages (coll at every group size; algo at 2 and
-#             4): allreduce of every dtype, the ops in turn, and a few
-#             combinations of the others; each forced algorithm once
-# Each run is bounded by `timeout`; the whole script takes 6-10 minutes on
-# 2 cores. GCL_TEST_NP="2 4" runs only those group sizes.
+#   big       >= 16 MiB messages: every collective x dtype x blocking /
+#             non-blocking / in-place; every op of every dtype (-A) at 1, 2
+#             and 3 ranks, the ops in turn across the dtypes (each
+#             collective runs each op) at 4, 5, 7 and 8
+#   -b        algo with a >= 16 MiB message per forced algorithm (2 and 4)
+# Each run is bounded by `timeout`; the whole script takes 15-25 minutes on
+# 2 cores (big with -A: 1.5 minutes at 2 ranks, 3 at 3, 4 at 4, which is why
+# 4 and up run the ops in turn; big at 8 ranks: 3.5). GCL_TEST_NP="2 4"
+# runs only those group sizes.
 set -u
 : "${top_builddir:=.}" "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -47,13 +51,13 @@ run() {
 
 for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
     case $np in
-    1) run 1 120 api,coll,split,algo -b ;;
-    2) run 2 180 api,coll,split,timeout,mismatch,algo -b ;;
-    3) run 3 240 coll -b; run 3 150 split,algo ;;
-    4) run 4 300 api,coll,split,timeout,mismatch,algo -b ;;
-    5) run 5 240 coll -q -b; run 5 150 split,algo -q ;;
-    7) run 7 300 coll -q -b; run 7 150 split,timeout,mismatch -q ;;
-    8) run 8 360 coll -q -b; run 8 180 api,split,algo -q ;;
+    1) run 1 120 api,coll,split,algo -b; run 1 240 big -A ;;
+    2) run 2 180 api,coll,split,timeout,mismatch,algo -b; run 2 400 big -A ;;
+    3) run 3 240 coll; run 3 700 big -A; run 3 150 split,algo ;;
+    4) run 4 300 api,coll,split,timeout,mismatch,algo -b; run 4 300 big ;;
+    5) run 5 240 coll -q; run 5 450 big; run 5 150 split,algo -q ;;
+    7) run 7 300 coll -q; run 7 600 big; run 7 150 split,timeout,mismatch -q ;;
+    8) run 8 360 coll -q; run 8 700 big; run 8 180 api,split,algo -q ;;
     *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
     esac
 done

@@ -1,17 +1,18 @@
 /* libgcl under mpirun, against MPI doing the same operation.
  *
- *   gcl_test [-s SUITES] [-b] [-q]
+ *   gcl_test [-s SUITES] [-b] [-q] [-A]
  *
  * SUITES (comma-separated, default api,coll,split): api (version, status
  * strings, argument errors, init from an out-of-band allgather and over the
  * MPI transport), coll (every collective x dtype x op x count {0, 1, 7,
- * size-1, size+1, 100003} x blocking / non-blocking / in-place), split
- * (gcl_split.c), timeout, mismatch (gcl_faults.c), algo (gcl_algo.c: the
- * algorithm named by GCL_<COLL>_ALGO). -b adds >= 16 MiB messages: an
- * allreduce of every dtype (the five ops in turn), and a few combinations
- * of the other collectives; -q (quick, for large oversubscribed groups) runs two ops per
- * dtype instead of five (all five over the eight dtypes), and fewer counts
- * per forced algorithm.
+ * size-1, size+1, 100003} x blocking / non-blocking / in-place), big (every
+ * collective x dtype at >= 16 MiB, the reductions' ops in turn across the
+ * dtypes; -A: every op of every dtype), split (gcl_split.c), timeout,
+ * mismatch (gcl_faults.c), algo (gcl_algo.c: the algorithm named by
+ * GCL_<COLL>_ALGO; -b adds a >= 16 MiB message per forced algorithm). -q
+ * (quick, for large oversubscribed groups) runs two ops per dtype in coll
+ * instead of five (all five over the eight dtypes), and fewer counts per
+ * forced algorithm.
  *
  * Reductions are checked against the sequential reduction of every rank's
  * inputs gathered with MPI_Allgather (long double / int64, gcl_ref.c): exact
@@ -365,7 +366,7 @@ void test_barrier(gcl_comm_t *c, MPI_Comm mc)
 
 /* ------------------------------------------------------------- suites */
 
-static void suite_coll(int big)
+static void suite_coll(void)
 {
     size_t counts[] = {0, 1, 7, (size_t)size - 1, (size_t)size + 1, 100003};
     const int nc = (int)(sizeof counts / sizeof counts[0]);
@@ -386,24 +387,35 @@ static void suite_coll(int big)
             }
         }
     test_barrier(world, MPI_COMM_WORLD);
-    if (!big)
-        return;
-    /* >= 16 MiB: counts not divisible by the group size; allreduce of
-     * every dtype (blocking, non-blocking, in place), the ops in turn so
-     * that each one is run */
+}
+
+/* >= 16 MiB messages (each rank's input or output), counts not divisible
+ * by the group size: every collective of every dtype, each mode (blocking,
+ * non-blocking, in place); for the reductions the ops in turn across the
+ * dtypes, so that each collective runs each op, or (all_ops) every op of
+ * every dtype. */
+static void suite_big(int all_ops)
+{
     const size_t M16 = 16u << 20;
-    for (int dt = 0; dt < GCL_DTYPE_COUNT; dt++)
-        test_reductions(world, MPI_COMM_WORLD, (gcl_dtype_t)dt, (gcl_op_t)(dt % GCL_OP_COUNT),
-                        M16 / ref_dsize((gcl_dtype_t)dt) + 5, seed++, COLL_ALLREDUCE);
-    test_reductions(world, MPI_COMM_WORLD, GCL_BFLOAT16, GCL_AVG, M16 / 2 + 3, seed++, COLL_ALLREDUCE);
-    test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT64, GCL_MAX, M16 / 8 + 1, seed++, COLL_REDUCE);
-    test_reductions(world, MPI_COMM_WORLD, GCL_FLOAT32, GCL_SUM, M16 / 4 / (size_t)size + 3, seed++,
-                    COLL_REDUCE_SCATTER);
-    test_reductions(world, MPI_COMM_WORLD, GCL_INT32, GCL_SUM, M16 / 4 / (size_t)size + 1, seed++,
-                    COLL_REDUCE_SCATTER);
-    test_movement(world, MPI_COMM_WORLD, GCL_UINT8, M16 / (size_t)size + 1, seed++,
-                  COLL_ALLGATHER | COLL_ALLTOALL);
-    test_movement(world, MPI_COMM_WORLD, GCL_FLOAT32, M16 / 4 + 1, seed++, COLL_BROADCAST | COLL_P2P);
+    uint64_t seed = 1000;
+    for (int dt = 0; dt < GCL_DTYPE_COUNT; dt++) {
+        gcl_dtype_t d = (gcl_dtype_t)dt;
+        size_t e = M16 / ref_dsize(d);
+        for (int op = 0; op < GCL_OP_COUNT; op++) {
+            if (all_ops || op == dt % GCL_OP_COUNT)
+                test_reductions(world, MPI_COMM_WORLD, d, (gcl_op_t)op, e + 5, seed++, COLL_ALLREDUCE);
+            if (all_ops || op == (dt + 1) % GCL_OP_COUNT)
+                test_reductions(world, MPI_COMM_WORLD, d, (gcl_op_t)op, e + 1, seed++, COLL_REDUCE);
+            if (all_ops || op == (dt + 2) % GCL_OP_COUNT)
+                test_reductions(world, MPI_COMM_WORLD, d, (gcl_op_t)op, e / (size_t)size + 3, seed++,
+                                COLL_REDUCE_SCATTER);
+        }
+        test_movement(world, MPI_COMM_WORLD, d, e / (size_t)size + 1, seed++,
+                      COLL_ALLGATHER | COLL_ALLTOALL);
+        test_movement(world, MPI_COMM_WORLD, d, e + 1, seed++, COLL_BROADCAST | COLL_P2P);
+    }
+    if (!all_ops) /* a float average too (f32 and bf16 are summed, halves rounded) */
+        test_reductions(world, MPI_COMM_WORLD, GCL_BFLOAT16, GCL_AVG, M16 / 2 + 3, seed++, COLL_ALLREDUCE);
 }
 
 static int oob_allgather(const void *send, void *recv, size_t len, void *arg)
@@ -606,14 +618,15 @@ static int verdict(const char *suite, double t0)
 int main(int argc, char **argv)
 {
     const char *suites = "api,coll,split";
-    int big = 0, opt;
-    while ((opt = getopt(argc, argv, "s:bq")) != -1)
+    int big = 0, all_ops = 0, opt;
+    while ((opt = getopt(argc, argv, "s:bqA")) != -1)
         switch (opt) {
         case 's': suites = optarg; break;
         case 'b': big = 1; break;
         case 'q': opt_quick = 1; break;
+        case 'A': all_ops = 1; break;
         default:
-            fprintf(stderr, "usage: gcl_test [-s api,coll,split,timeout,mismatch,algo] [-b] [-q]\n");
+            fprintf(stderr, "usage: gcl_test [-s api,coll,big,split,timeout,mismatch,algo] [-b] [-q] [-A]\n");
             return 2;
         }
     MPI_Init(&argc, &argv);
@@ -632,7 +645,9 @@ int main(int argc, char **argv)
         if (!strcmp(s, "api"))
             suite_api();
         else if (!strcmp(s, "coll"))
-            suite_coll(big);
+            suite_coll();
+        else if (!strcmp(s, "big"))
+            suite_big(all_ops);
         else if (!strcmp(s, "split"))
             suite_split();
         else if (!strcmp(s, "timeout"))
