@@ -980,7 +980,13 @@ static int peer_gone(const gcl_shm_t *s, int j)
 static int needs(const gcl_shm_t *s, const gcl_shm_op_t *h, int j)
 {
     uint64_t last = h->g0 + h->nseg - 1;
-    if (atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire) < last)
+    uint64_t in = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
+    if (h->kind == K_BROADCAST && s->rank != h->root) /* a reader: the root's data */
+        return j == h->root && in < last;
+    if (h->kind == K_BROADCAST) /* the root: a reader that may hold a buffer (can_write) */
+        return in + 1 < last &&
+               atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire) + s->nbuf < last;
+    if (in < last)
         return 1;
     int red = !h->oneshot &&
               (h->kind == K_ALLREDUCE || (h->kind == K_REDUCE && s->rank == h->root));
