@@ -5,9 +5,9 @@
  *   members' flags share a line or an adjacent-line prefetch pair) |
  *   per member: B staging buffers of slot_bytes each (B = 3 unless
  *   GCL_SHM_NBUF says up to NBUF = 7).
- * An "in" line holds the member's in counter and B inline areas of 16
+ * An "in" line holds the member's in counter, B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
- * (one cache-line transfer per peer). A "red" line holds the red counter
+ * (one cache-line transfer per peer), and its rd counter. A "red" line holds the red counter
  * and who the member is (pid, pid namespace, start time: written at open,
  * read only to look for a lost member); the header line, the member found
  * lost, if any ("lost members" below).
@@ -73,7 +73,7 @@
 #include <unistd.h>
 
 #define LINE 128
-#define NBUF 7 /* most staging buffers per member (inline areas: 8 + 7 * 16 <= LINE) */
+#define NBUF 7 /* most staging buffers per member (in line: 8 + 7 * 16 + 8 <= LINE) */
 #define INL_BYTES 16
 #define SHM_MAGIC 0x67636c73686d3032ull /* "gclshm02" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
@@ -1041,16 +1041,22 @@ int gcl_shm_lost(const gcl_shm_t *s, int *pid)
 }
 
 /* The member the head op waits for: of those it still needs something
- * from, the one furthest behind (lowest in counter), or -1. */
+ * from, the one furthest behind, or -1. Behind: the lowest in counter; for
+ * a broadcast root, the lowest segment it lets the root write (readers
+ * raise rd, not in, while they read). */
 int gcl_shm_waited(const gcl_shm_t *s)
 {
     const gcl_shm_op_t *h = s ? s->head : NULL;
     if (h == NULL || h->nseg == 0)
         return -1;
-    int who = -1;
+    int who = -1, root = h->kind == K_BROADCAST && s->rank == h->root;
     uint64_t low = UINT64_MAX;
     for (int j = 0; j < s->size; j++) {
         uint64_t v = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
+        if (root) {
+            uint64_t rd = atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire);
+            v = v + 1 > rd + s->nbuf ? v + 1 : rd + s->nbuf;
+        }
         if (j != s->rank && needs(s, h, j) && v < low) {
             low = v;
             who = j;
@@ -1348,6 +1354,11 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                 if (st == GCL_OK && ((header_t *)(void *)s->base)->magic != SHM_MAGIC)
                     st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
                               "gcl_shm_open: %s is not a libgcl segment", all[0].name);
+                else if (st == GCL_OK && ((header_t *)(void *)s->base)->slot != s->slot)
+                    st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
+                              "gcl_shm_open: staging slots differ (%zu bytes here, %zu at local "
+                              "rank 0): slot_bytes and GCL_SHM_NBUF must agree", s->slot,
+                              (size_t)((header_t *)(void *)s->base)->slot);
             }
         }
         if (st == GCL_OK)

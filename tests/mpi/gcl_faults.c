@@ -218,7 +218,7 @@ void suite_timeout(void)
     if (size < 2)
         return;
     const double T = 0.5, T_INIT = 1.0;
-    enum { N = 1000, SUBS = 5 };
+    enum { N = 1000, SUBS = 6, NB = 1 << 19 };
     int late = rank == size - 1;
     MPI_Comm mc = MPI_COMM_WORLD;
     gcl_init_params_t p = {.field_mask = GCL_INIT_FIELD_TIMEOUT, .timeout_s = T_INIT};
@@ -232,7 +232,7 @@ void suite_timeout(void)
     }
     late_wait_and_window(w, T);
     float *x = calloc((size_t)N * (size_t)size, sizeof(float)), *y = calloc((size_t)N * (size_t)size, sizeof(float));
-    if (!late && s[0] && s[1] && s[2] && s[3] && s[4]) {
+    if (!late && s[0] && s[1] && s[2] && s[3] && s[4] && s[5]) {
         gcl_request_t *req = NULL;
         double t0 = now_s();
         timed("allreduce, blocking, one rank absent", gcl_allreduce(x, y, N, GCL_FLOAT32, GCL_SUM, s[0]), t0, T,
@@ -252,6 +252,16 @@ void suite_timeout(void)
         if (strcmp(gcl_algorithm(s[4], GCL_COLL_BROADCAST, N * sizeof(float)), "shm") == 0)
             CHECK(strstr(gcl_last_error(), who) != NULL, "shm broadcast timeout does not name the absent "
                   "root %s): %s", who, gcl_last_error());
+        /* 2 MiB from rank 0 (several segments): the root names the absent
+         * reader, not a present one that read what it could */
+        float *b = calloc(NB, sizeof(float));
+        t0 = now_s();
+        timed("broadcast of 2 MiB, one reader absent", gcl_broadcast(b, NB, GCL_FLOAT32, 0, s[5]), t0, T,
+              GCL_ERR_TIMED_OUT);
+        if (rank == 0 && strcmp(gcl_algorithm(s[5], GCL_COLL_BROADCAST, NB * sizeof(float)), "shm") == 0)
+            CHECK(strstr(gcl_last_error(), who) != NULL, "shm broadcast root's timeout does not name the "
+                  "absent reader %s): %s", who, gcl_last_error());
+        free(b);
         t0 = now_s();
         gcl_status_t st = gcl_iallgather(x, y, N, GCL_FLOAT32, s[1], &req);
         if (st == GCL_OK)

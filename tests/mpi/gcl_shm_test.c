@@ -392,6 +392,31 @@ static void test_bcast_ahead(gcl_shm_t *shm)
     free(in);
 }
 
+/* Members that disagree on the layout get an error naming it, never a
+ * segment: total sizes that differ (GCL_SHM_NBUF 4 at local rank 0, 3
+ * elsewhere), and equal totals of different slots (4 x 192 KiB against
+ * 3 x 256 KiB). */
+static void test_layout_mismatch(MPI_Comm *comm)
+{
+    if (g_size < 2)
+        return;
+    static const size_t slot0[2] = {256 * 1024, 192 * 1024};
+    static const char *const want[2] = {"segment sizes differ", "staging slots differ"};
+    for (int c = 0; c < 2; c++) {
+        gcl_shm_t *s = NULL;
+        setenv("GCL_SHM_NBUF", g_rank == 0 ? "4" : "3", 1);
+        gcl_status_t st = gcl_shm_open(g_rank, g_size, g_rank == 0 ? slot0[c] : 256 * 1024,
+                                       mpi_allgather, comm, &s);
+        unsetenv("GCL_SHM_NBUF");
+        CHECK(st != GCL_OK && s == NULL, "layout mismatch (%s): opened", want[c]);
+        if (g_rank == 1)
+            CHECK(strstr(ipu_error_message(), want[c]) != NULL, "layout mismatch: \"%s\", not \"%s\"",
+                  ipu_error_message(), want[c]);
+        if (s)
+            gcl_shm_close(s);
+    }
+}
+
 static void test_barrier(gcl_shm_t *shm)
 {
     gcl_shm_op_t *o;
@@ -463,6 +488,7 @@ int main(int argc, char **argv)
     test_bcast_ahead(shm);
     test_bcast_ahead(small);
     test_barrier(shm);
+    test_layout_mismatch(&comm);
 
     gcl_shm_close(shm);
     gcl_shm_close(small);
