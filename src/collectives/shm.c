@@ -977,15 +977,23 @@ static int peer_gone(const gcl_shm_t *s, int j)
 
 /* Does op h still need something from member j (its counters are final
  * once its process is gone)? */
+/* The first segment a broadcast reader j keeps its root from writing
+ * (can_write's rule, from the counters as they are now). */
+static uint64_t root_stop(const gcl_shm_t *s, int j)
+{
+    uint64_t in = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
+    uint64_t rd = atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire);
+    return in + 2 > rd + s->nbuf + 1 ? in + 2 : rd + s->nbuf + 1;
+}
+
 static int needs(const gcl_shm_t *s, const gcl_shm_op_t *h, int j)
 {
     uint64_t last = h->g0 + h->nseg - 1;
     uint64_t in = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
     if (h->kind == K_BROADCAST && s->rank != h->root) /* a reader: the root's data */
         return j == h->root && in < last;
-    if (h->kind == K_BROADCAST) /* the root: a reader that may hold a buffer (can_write) */
-        return in + 1 < last &&
-               atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire) + s->nbuf < last;
+    if (h->kind == K_BROADCAST) /* the root: a reader that may hold a buffer */
+        return root_stop(s, j) <= last;
     if (in < last)
         return 1;
     int red = !h->oneshot &&
@@ -1042,8 +1050,8 @@ int gcl_shm_lost(const gcl_shm_t *s, int *pid)
 
 /* The member the head op waits for: of those it still needs something
  * from, the one furthest behind, or -1. Behind: the lowest in counter; for
- * a broadcast root, the lowest segment it lets the root write (readers
- * raise rd, not in, while they read). */
+ * a broadcast root, the lowest root_stop (readers raise rd, not in, while
+ * they read). */
 int gcl_shm_waited(const gcl_shm_t *s)
 {
     const gcl_shm_op_t *h = s ? s->head : NULL;
@@ -1052,11 +1060,7 @@ int gcl_shm_waited(const gcl_shm_t *s)
     int who = -1, root = h->kind == K_BROADCAST && s->rank == h->root;
     uint64_t low = UINT64_MAX;
     for (int j = 0; j < s->size; j++) {
-        uint64_t v = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
-        if (root) {
-            uint64_t rd = atomic_load_explicit(&in_line(s, j)->rd, memory_order_acquire);
-            v = v + 1 > rd + s->nbuf ? v + 1 : rd + s->nbuf;
-        }
+        uint64_t v = root ? root_stop(s, j) : atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
         if (j != s->rank && needs(s, h, j) && v < low) {
             low = v;
             who = j;

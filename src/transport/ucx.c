@@ -235,6 +235,15 @@ static ipu_status_t check_length(ipu_transport_t *t, ipu_treq_t *r, ucs_status_t
                      got, r->len);
 }
 
+/* peer's endpoint failed with s: lost for good (ipu_transport_peer_failed) */
+static ipu_status_t peer_lost(ipu_transport_t *t, int peer, ucs_status_t s)
+{
+    t->failed[peer] = 1;
+    t->fail_reason[peer] = s;
+    return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue", peer,
+                     t->hosts[peer], ucs_status_string(s));
+}
+
 static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t p, const char *what)
 {
     if (p == NULL) { /* a send completed at once */
@@ -246,10 +255,7 @@ static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t 
                         s == UCS_ERR_UNREACHABLE)) {
         /* the endpoint failed before its error handler ran: the peer is
          * lost, as when a posted request completes with the error */
-        t->failed[r->peer] = 1;
-        t->fail_reason[r->peer] = s;
-        return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue",
-                         r->peer, t->hosts[r->peer], ucs_status_string(s));
+        return peer_lost(t, r->peer, s);
     }
     if (UCS_PTR_IS_ERR(p))
         return ucx_error(what, s);
@@ -299,10 +305,7 @@ static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
         return ipu_error(IPU_ERR_TRANSPORT, "%s rank %d on host %s was aborted: the connection "
                          "was reset to end a cancelled transfer (after a timeout)",
                          r->is_recv ? "a receive from" : "a send to", r->peer, t->hosts[r->peer]);
-    t->failed[r->peer] = 1;
-    t->fail_reason[r->peer] = s;
-    return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s (%s); the job cannot continue",
-                     r->peer, t->hosts[r->peer], ucs_status_string(s));
+    return peer_lost(t, r->peer, s);
 }
 
 static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
