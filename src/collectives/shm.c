@@ -114,10 +114,11 @@ enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARR
  * below): per (kind, size class) the moving average of seconds per byte
  * with and without them. */
 /* smaller ops: ordinary stores (GCL_SHM_STAGE_NT_MIN sets both). Reductions
- * from 4 KiB (slow state 4-8 KiB allreduce 3.6-8.6 us -> 2.2-5.9, fast
- * state +3-10%); broadcast and allgather from 16 KiB (at 8 KiB mixed). */
+ * from 2 KiB (slow state: 4-8 KiB allreduce 3.6-8.6 us -> 2.2-5.9, 2 KiB
+ * 2.03 -> 1.38 us; fast state +3-10%; 1 KiB gains nothing); broadcast and
+ * allgather from 16 KiB (at 8 KiB mixed). */
 #define NT_MIN_BYTES ((size_t)16 * 1024)
-#define NT_MIN_RED_BYTES ((size_t)4 * 1024)
+#define NT_MIN_RED_BYTES ((size_t)2 * 1024)
 #define NT_BASE ((size_t)1024)           /* the first size class */
 #define NT_CLASSES 20                    /* log2 size classes from NT_BASE */
 #define NT_EXPLORE 32                    /* one op in this many tries the other way */
