@@ -5,22 +5,21 @@
 #             out-of-band allgather, over the MPI transport and with
 #             GCL_NO_SHM=1, send/recv size mismatches on each
 #   coll      every collective x dtype x op x count x blocking / non-blocking /
-#             in-place (-q: two ops per dtype, for the large groups)
+#             in-place, at every group size
 #   split     color/key, GCL_UNDEFINED, CONSECUTIVE / ORTHOGONAL groups,
 #             non-blocking collectives in flight on several at once
 #   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
 #   (split and timeout again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
-#   big       >= 16 MiB messages: every collective x dtype x blocking /
-#             non-blocking / in-place; every op of every dtype (-A) at 1, 2
-#             and 3 ranks, the ops in turn across the dtypes (each
-#             collective runs each op) at 4, 5, 7 and 8
+#   big -A    >= 16 MiB messages: every collective x dtype x op x blocking /
+#             non-blocking / in-place, at every group size
 #   -b        algo with a >= 16 MiB message per forced algorithm (2 and 4)
-# Each run is bounded by `timeout`; the whole script takes 15-25 minutes on
-# 2 cores (big with -A: 1.5 minutes at 2 ranks, 3 at 3, 4 at 4, which is why
-# 4 and up run the ops in turn; big at 8 ranks: 3.5). GCL_TEST_NP="2 4"
-# runs only those group sizes.
+#   -q        fewer counts per forced algorithm (algo, large groups)
+# Each run is bounded by `timeout`; the whole script takes 25-35 minutes on
+# 2 cores, most of it big (2.5 minutes at 4 ranks, 4 at 5, 7 at 8: every
+# rank computes the long-double reference of its whole output).
+# GCL_TEST_NP="2 4" runs only those group sizes.
 set -u
 : "${top_builddir:=.}" "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -53,11 +52,11 @@ for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
     case $np in
     1) run 1 120 api,coll,split,algo -b; run 1 240 big -A ;;
     2) run 2 180 api,coll,split,timeout,mismatch,algo -b; run 2 400 big -A ;;
-    3) run 3 240 coll; run 3 700 big -A; run 3 150 split,algo ;;
-    4) run 4 300 api,coll,split,timeout,mismatch,algo -b; run 4 300 big ;;
-    5) run 5 240 coll -q; run 5 450 big; run 5 150 split,algo -q ;;
-    7) run 7 300 coll -q; run 7 600 big; run 7 150 split,timeout,mismatch -q ;;
-    8) run 8 360 coll -q; run 8 700 big; run 8 180 api,split,algo -q ;;
+    3) run 3 240 coll; run 3 500 big -A; run 3 150 split,algo ;;
+    4) run 4 300 api,coll,split,timeout,mismatch,algo -b; run 4 450 big -A ;;
+    5) run 5 240 coll; run 5 700 big -A; run 5 150 split,algo -q ;;
+    7) run 7 300 coll; run 7 1000 big -A; run 7 150 split,timeout,mismatch -q ;;
+    8) run 8 360 coll; run 8 1100 big -A; run 8 180 api,split,algo -q ;;
     *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
     esac
 done

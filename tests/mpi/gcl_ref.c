@@ -87,7 +87,7 @@ float ref_bf16_to_f32(uint16_t h)
 
 /* --------------------------------------------------------- element access */
 
-long double ref_get(const void *buf, size_t i, gcl_dtype_t dt)
+static inline long double get(const void *buf, size_t i, gcl_dtype_t dt)
 {
     switch (dt) {
     case GCL_FLOAT32:  return ((const float *)buf)[i];
@@ -99,6 +99,19 @@ long double ref_get(const void *buf, size_t i, gcl_dtype_t dt)
     case GCL_INT32:    return ((const int32_t *)buf)[i];
     case GCL_INT64:    return ((const int64_t *)buf)[i];
     default:           return 0;
+    }
+}
+
+long double ref_get(const void *buf, size_t i, gcl_dtype_t dt) { return get(buf, i, dt); }
+
+/* Element i of an integer buffer. */
+static inline int64_t iget(const void *buf, size_t i, gcl_dtype_t dt)
+{
+    switch (dt) {
+    case GCL_INT8:  return ((const int8_t *)buf)[i];
+    case GCL_UINT8: return ((const uint8_t *)buf)[i];
+    case GCL_INT32: return ((const int32_t *)buf)[i];
+    default:        return ((const int64_t *)buf)[i];
     }
 }
 
@@ -167,8 +180,9 @@ static int64_t int_input(uint64_t h, gcl_dtype_t dt, gcl_op_t op, int rank)
 
 void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int rank)
 {
+    uint64_t h0 = splitmix(splitmix(seed) ^ (uint64_t)rank); /* ref_hash's first two rounds */
     for (size_t i = 0; i < n; i++) {
-        uint64_t h = ref_hash(seed, (uint64_t)rank, i);
+        uint64_t h = splitmix(h0 ^ i);
         if (!ref_is_float(dt)) {
             int64_t v = int_input(h, dt, op, rank);
             switch (dt) {
@@ -231,9 +245,9 @@ static int world_rank(void)
 /* The exact reduction of element i over nranks inputs (integers). */
 static int64_t int_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt, gcl_op_t op)
 {
-    int64_t acc = (int64_t)ref_get(all, i, dt);
+    int64_t acc = iget(all, i, dt);
     for (int r = 1; r < nranks; r++) {
-        int64_t x = (int64_t)ref_get(all, (size_t)r * stride + i, dt);
+        int64_t x = iget(all, (size_t)r * stride + i, dt);
         switch (op) {
         case GCL_SUM: case GCL_AVG: acc += x; break;
         case GCL_PROD: acc *= x; break;
@@ -248,9 +262,9 @@ static int64_t int_reduce(const void *all, size_t stride, size_t i, int nranks, 
 static long double float_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt,
                                 gcl_op_t op, long double *tol)
 {
-    long double acc = ref_get(all, i, dt), mag = fabsl(acc);
+    long double acc = get(all, i, dt), mag = fabsl(acc);
     for (int r = 1; r < nranks; r++) {
-        long double x = ref_get(all, (size_t)r * stride + i, dt);
+        long double x = get(all, (size_t)r * stride + i, dt);
         switch (op) {
         case GCL_SUM: case GCL_AVG: acc += x; mag += fabsl(x); break;
         case GCL_PROD: acc *= x; break;
@@ -271,23 +285,37 @@ static long double float_reduce(const void *all, size_t stride, size_t i, int nr
     return acc;
 }
 
+/* One array of n elements of `size` bytes, or an abort naming the reference. */
+static void *ref_array(size_t n, size_t size)
+{
+    void *p = malloc(size * (n + 1));
+    if (!p) {
+        fprintf(stderr, "rank %d: out of memory for a reference of %zu elements\n", world_rank(), n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
 void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
                 gcl_dtype_t dt, gcl_op_t op)
 {
     e->n = n;
-    e->want = malloc(sizeof(long double) * (n + 1));
-    e->tol = malloc(sizeof(long double) * (n + 1));
-    if (!e->want || !e->tol) {
-        fprintf(stderr, "rank %d: out of memory for a reference of %zu elements\n", world_rank(), n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    e->want = e->tol = NULL;
+    e->iwant = NULL;
+    if (!ref_is_float(dt)) {
+        e->iwant = ref_array(n, sizeof(int64_t));
+        for (size_t k = 0; k < n; k++)
+            e->iwant[k] = int_reduce(all, stride, off + k, nranks, dt, op);
+        return;
     }
+    e->want = ref_array(n, sizeof(double));
+    e->tol = ref_array(n, sizeof(double));
     for (size_t k = 0; k < n; k++) {
-        if (ref_is_float(dt)) {
-            e->want[k] = float_reduce(all, stride, off + k, nranks, dt, op, &e->tol[k]);
-        } else {
-            e->want[k] = (long double)int_reduce(all, stride, off + k, nranks, dt, op);
-            e->tol[k] = 0;
-        }
+        long double tol, want = float_reduce(all, stride, off + k, nranks, dt, op, &tol);
+        e->want[k] = (double)want;
+        /* where the result is rounded at all (tol > 0), the bound also
+         * covers storing the reference as a double (half an ulp) */
+        e->tol[k] = tol > 0 ? (double)(tol + fabsl(want - (long double)e->want[k])) * (1 + 0x1p-50) : 0;
     }
 }
 
@@ -295,21 +323,26 @@ void ref_expect_free(ref_expect_t *e)
 {
     free(e->want);
     free(e->tol);
+    free(e->iwant);
     e->want = e->tol = NULL;
+    e->iwant = NULL;
 }
 
 size_t ref_check_expect(const char *what, const void *got, const ref_expect_t *e, gcl_dtype_t dt)
 {
     size_t bad = 0;
     for (size_t k = 0; k < e->n; k++) {
-        long double g = ref_get(got, k, dt);   /* exact, also for int64 */
-        if (!(fabsl(g - e->want[k]) <= e->tol[k]) && bad++ == 0) {
-            if (ref_is_float(dt))
-                fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.10Lg, want %.10Lg (tolerance %.3Lg)\n",
-                        world_rank(), what, k, e->n, g, e->want[k], e->tol[k]);
-            else
+        if (e->iwant) {
+            int64_t g = iget(got, k, dt);
+            if (g != e->iwant[k] && bad++ == 0)
                 fprintf(stderr, "rank %d: %s: element %zu of %zu: got %lld, want %lld\n", world_rank(), what, k,
-                        e->n, (long long)g, (long long)e->want[k]);
+                        e->n, (long long)g, (long long)e->iwant[k]);
+            continue;
+        }
+        long double g = get(got, k, dt); /* exact */
+        if (!(fabsl(g - e->want[k]) <= e->tol[k]) && bad++ == 0) {
+            fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.17Lg, want %.17g (tolerance %.3g)\n",
+                    world_rank(), what, k, e->n, g, e->want[k], e->tol[k]);
         }
     }
     if (bad > 1)
@@ -336,7 +369,7 @@ size_t ref_check_equal(const char *what, const void *got, const void *want, size
     for (size_t k = 0; k < n; k++)
         if (memcmp((const char *)got + k * es, (const char *)want + k * es, es) != 0 && bad++ == 0)
             fprintf(stderr, "rank %d: %s: element %zu of %zu: got %.10Lg, want %.10Lg\n", world_rank(), what, k,
-                    n, ref_get(got, k, dt), ref_get(want, k, dt));
+                    n, get(got, k, dt), get(want, k, dt));
     if (bad > 1)
         fprintf(stderr, "rank %d: %s: %zu of %zu elements wrong\n", world_rank(), what, bad, n);
     return bad;

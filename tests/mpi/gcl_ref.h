@@ -2,7 +2,7 @@
  * access (float16/bfloat16 converted here, independently of libgcl), seeded
  * inputs chosen per op so that nothing overflows, the sequential reduction of
  * every rank's inputs (gathered with MPI_Allgather) in long double / int64
- * with its error bound, and the checks. Uses only the public gcl.h. */
+ * (stored as double / int64) with its error bound, and the checks. Uses only the public gcl.h. */
 #ifndef GCL_TEST_REF_H
 #define GCL_TEST_REF_H
 
@@ -53,7 +53,9 @@ size_t ref_check_reduced(const char *what, const void *got, const void *all, siz
 /* The same in two steps, to check several outputs against one reference:
  * the expected elements off .. off+n-1 and their bounds, then a check. */
 typedef struct {
-    long double *want, *tol;
+    double *want, *tol; /* floats: the reference rounded to double, its bound
+                         * (which includes that rounding); NULL for integers */
+    int64_t *iwant;     /* integers: the exact result; NULL for floats */
     size_t n;
 } ref_expect_t;
 void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
