@@ -87,23 +87,6 @@ float ref_bf16_to_f32(uint16_t h)
 
 /* --------------------------------------------------------- element access */
 
-static inline long double get(const void *buf, size_t i, gcl_dtype_t dt)
-{
-    switch (dt) {
-    case GCL_FLOAT32:  return ((const float *)buf)[i];
-    case GCL_FLOAT64:  return ((const double *)buf)[i];
-    case GCL_FLOAT16:  return ref_f16_to_f32(((const uint16_t *)buf)[i]);
-    case GCL_BFLOAT16: return ref_bf16_to_f32(((const uint16_t *)buf)[i]);
-    case GCL_INT8:     return ((const int8_t *)buf)[i];
-    case GCL_UINT8:    return ((const uint8_t *)buf)[i];
-    case GCL_INT32:    return ((const int32_t *)buf)[i];
-    case GCL_INT64:    return ((const int64_t *)buf)[i];
-    default:           return 0;
-    }
-}
-
-long double ref_get(const void *buf, size_t i, gcl_dtype_t dt) { return get(buf, i, dt); }
-
 /* Element i of an integer buffer. */
 static inline int64_t iget(const void *buf, size_t i, gcl_dtype_t dt)
 {
@@ -112,6 +95,18 @@ static inline int64_t iget(const void *buf, size_t i, gcl_dtype_t dt)
     case GCL_UINT8: return ((const uint8_t *)buf)[i];
     case GCL_INT32: return ((const int32_t *)buf)[i];
     default:        return ((const int64_t *)buf)[i];
+    }
+}
+
+/* Element i of a buffer as a long double (exact for every dtype). */
+static inline long double get(const void *buf, size_t i, gcl_dtype_t dt)
+{
+    switch (dt) {
+    case GCL_FLOAT32:  return ((const float *)buf)[i];
+    case GCL_FLOAT64:  return ((const double *)buf)[i];
+    case GCL_FLOAT16:  return ref_f16_to_f32(((const uint16_t *)buf)[i]);
+    case GCL_BFLOAT16: return ref_bf16_to_f32(((const uint16_t *)buf)[i]);
+    default:           return iget(buf, i, dt);
     }
 }
 
@@ -138,11 +133,6 @@ static uint64_t splitmix(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
-}
-
-uint64_t ref_hash(uint64_t a, uint64_t b, uint64_t c)
-{
-    return splitmix(splitmix(splitmix(a) ^ b) ^ c);
 }
 
 /* Integer inputs: sums of 8 ranks fit (i8 in [-16, 15], u8 in [0, 31], i32
@@ -180,7 +170,7 @@ static int64_t int_input(uint64_t h, gcl_dtype_t dt, gcl_op_t op, int rank)
 
 void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int rank)
 {
-    uint64_t h0 = splitmix(splitmix(seed) ^ (uint64_t)rank); /* ref_hash's first two rounds */
+    uint64_t h0 = splitmix(splitmix(seed) ^ (uint64_t)rank); /* element i: splitmix(h0 ^ i) */
     for (size_t i = 0; i < n; i++) {
         uint64_t h = splitmix(h0 ^ i);
         if (!ref_is_float(dt)) {

@@ -19,8 +19,6 @@ int ref_is_float(gcl_dtype_t dt);
 /* Machine epsilon of the dtype (2^-23 for f32 ...); 0 for integers. */
 double ref_eps(gcl_dtype_t dt);
 
-/* Element i of buf as a long double (exact for every dtype). */
-long double ref_get(const void *buf, size_t i, gcl_dtype_t dt);
 /* Store v (rounded to nearest even for the float dtypes; integers must be in
  * range). */
 void ref_set(void *buf, size_t i, gcl_dtype_t dt, long double v);
@@ -36,7 +34,6 @@ float ref_bf16_to_f32(uint16_t h);
 void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int rank);
 /* n bytes of a pattern unlike any input (what outputs start as). */
 void ref_poison(void *buf, size_t bytes);
-uint64_t ref_hash(uint64_t a, uint64_t b, uint64_t c);
 
 /* MPI's name for dtype / op, or MPI_DATATYPE_NULL / MPI_OP_NULL where MPI
  * has none (float16, bfloat16, AVG). */
