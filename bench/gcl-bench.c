@@ -1,7 +1,7 @@
 /* gcl-bench: libgcl against MPI, OSU style (osu_allreduce etc.), one run.
  *
  *   mpirun -np N bench/gcl-bench [-c COLL] [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n] [-v]
+ *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-v]
  *
  *  -c  allreduce (default), reduce_scatter, allgather, broadcast
  *  -m  message sizes in bytes, MIN:MAX doubling (default 8:268435456); the
@@ -14,6 +14,9 @@
  *  -d  f32 (default) f64 f16 bf16 i8 u8 i32 i64;  -o sum (default) prod min max avg
  *  -a  force libgcl's algorithm (sets GCL_<COLL>_ALGO before gcl_init_mpi)
  *  -r  rounds per size (default 5), see below
+ *  -R  every buffer (libgcl's and MPI's) from gcl_mem_alloc: registered
+ *      memory, which libgcl's allreduce reads and writes directly on one
+ *      host (gcl.h); default: malloc
  *  -n  libgcl only (no MPI column)
  *  -v  every round's times on stderr (to see the machine's slow states)
  *
@@ -187,7 +190,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: gcl-bench [-c allreduce|reduce_scatter|allgather|broadcast] [-m MIN:MAX] [-i ITERS]\n"
                     "                 [-x WARMUP] [-d f32|f64|f16|bf16|i8|u8|i32|i64] [-o sum|prod|min|max|avg]\n"
-                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-n] [-v]\n");
+                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-v]\n");
 }
 
 static void human(char *s, size_t n, size_t b)
@@ -200,15 +203,39 @@ static void human(char *s, size_t n, size_t b)
         snprintf(s, n, "%zu B", b);
 }
 
+/* A buffer of bytes: malloc, or gcl_mem_alloc (reg; collective); aborts on failure. */
+static char *buffer(gcl_comm_t *gc, int reg, size_t bytes)
+{
+    void *p = NULL;
+    gcl_status_t st = reg ? gcl_mem_alloc(gc, bytes, &p) : GCL_OK;
+    if (!reg)
+        p = malloc(bytes);
+    if (p == NULL) {
+        fprintf(stderr, "rank %d: no %zu-byte buffer: %s\n", rank, bytes,
+                reg ? gcl_last_error() : "out of memory");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    (void)st;
+    return p;
+}
+
+static void buffer_free(gcl_comm_t *gc, int reg, char *p)
+{
+    if (reg)
+        gcl_mem_free(gc, p);
+    else
+        free(p);
+}
+
 int main(int argc, char **argv)
 {
-    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, rounds = 5, trace = 0, opt;
+    int coll = C_ALLREDUCE, iters = 1000, warm = 20, no_mpi = 0, rounds = 5, trace = 0, reg = 0, opt;
     gcl_dtype_t dt = GCL_FLOAT32;
     gcl_op_t op = GCL_SUM;
     size_t lo = 8, hi = 256u << 20;
     double budget = 1.0;
     const char *algo = NULL;
-    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:nvh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:Rnvh")) != -1) {
         int k;
         switch (opt) {
         case 'c': if ((coll = lookup(optarg, CNAME, C_COUNT)) < 0) { usage(); return 2; } break;
@@ -220,6 +247,7 @@ int main(int argc, char **argv)
         case 'a': algo = optarg; break;
         case 't': budget = atof(optarg); break;
         case 'r': rounds = atoi(optarg); break;
+        case 'R': reg = 1; break;
         case 'n': no_mpi = 1; break;
         case 'v': trace = 1; break;
         default: usage(); return opt == 'h' ? 0 : 2;
@@ -252,12 +280,8 @@ int main(int argc, char **argv)
     size_t maxcount = hi / es / (per_rank ? (size_t)size : 1);
     size_t in_elems = coll == C_REDUCE_SCATTER ? maxcount * (size_t)size : maxcount;
     size_t out_elems = coll == C_ALLGATHER ? maxcount * (size_t)size : maxcount;
-    char *send = malloc(in_elems * es + 64), *recv = malloc(out_elems * es + 64),
-         *ref = no_mpi ? NULL : malloc(out_elems * es + 64);
-    if (!send || !recv || (!no_mpi && !ref)) {
-        fprintf(stderr, "rank %d: out of memory for %zu-byte buffers\n", rank, hi);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    char *send = buffer(gc, reg, in_elems * es + 64), *recv = buffer(gc, reg, out_elems * es + 64),
+         *ref = no_mpi ? NULL : buffer(gc, reg, out_elems * es + 64);
     fill(send, in_elems, dt);
 
     if (rank == 0) {
@@ -268,8 +292,9 @@ int main(int argc, char **argv)
         if (nl)
             *nl = '\0';
         const char *pml = getenv("OMPI_MCA_pml");
-        printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)\n", CNAME[coll], DNAME[dt],
-               reduction ? ONAME[op] : "", size, gcl_version_string(), lib, pml ? pml : "default");
+        printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)%s\n", CNAME[coll], DNAME[dt],
+               reduction ? ONAME[op] : "", size, gcl_version_string(), lib, pml ? pml : "default",
+               reg ? ", buffers from gcl_mem_alloc" : "");
         printf("# time: median over %d alternating rounds of the average per call, max over ranks; busbw", rounds);
         printf(" = algbw x %s%s\n",
                coll == C_ALLREDUCE ? "2(n-1)/n" : coll == C_BROADCAST ? "1" : "(n-1)/n",
@@ -337,9 +362,9 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    free(send);
-    free(recv);
-    free(ref);
+    buffer_free(gc, reg, send);
+    buffer_free(gc, reg, recv);
+    buffer_free(gc, reg, ref);
     gcl_finalize(gc);
     MPI_Finalize();
     return bad;

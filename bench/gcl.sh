@@ -47,7 +47,7 @@ median_table() {
             k = order[i]
             line = sprintf("| %10s |%s|", k, algo[k])
             for (c = 4; c <= 9; c++) m[c] = ((k, c) in col) ? med(col[k, c]) : "-"
-            r = (m[6] != "-" && m[9] != "-" && m[9] > 0) ? sprintf("%.2f", m[6] / m[9]) : "-"
+            r = (m[4] != "-" && m[7] != "-" && m[4] > 0) ? sprintf("%.2f", m[7] / m[4]) : "-" # busbw ratio, from the times (busbw is printed to 3 decimals)
             printf "%s %10s | %9s | %9s | %10s | %9s | %9s | %6s | %5s |\n", line, m[4], m[5], m[6], m[7], m[8], m[9], r, (k in bad) ? "BAD" : chk[k]
         }
     }'

@@ -168,6 +168,26 @@ gcl_status_t gcl_comm_set_timeout(gcl_comm_t *comm, double timeout_s);
  *  are no longer progressed, and waiting on them afterwards is undefined. */
 void gcl_comm_destroy(gcl_comm_t *comm);
 
+/** Registered memory: bytes (> 0) for this member's buffers on comm, page
+ *  aligned, in *ptr (NULL on error). Collective over comm (every member
+ *  calls it, each with its own size, in the same order relative to the
+ *  other calls on comm). Where comm's members share a host and its shared-
+ *  memory path, every member maps the others' memory, and an allreduce
+ *  whose send and recv lie in it on every member reads the inputs and
+ *  writes the outputs of all members directly instead of copying through
+ *  staging (as NCCL's user buffer registration; docs/libgcl.md, "Registered
+ *  memory"); other calls and buffers work as before. Elsewhere it is
+ *  ordinary memory. Errors: GCL_ERR_INVALID_ARG (NULL comm or ptr, 0 bytes),
+ *  GCL_ERR_NO_MEMORY (any member could not allocate or map: every member
+ *  gets the error and nothing is allocated; the message says which). */
+gcl_status_t gcl_mem_alloc(gcl_comm_t *comm, size_t bytes, void **ptr);
+/** Free ptr from gcl_mem_alloc on comm (NULL: nothing). Every member frees
+ *  its own allocation, in the same order relative to the other calls on
+ *  comm, once no call in flight uses it; not blocking. Destroying comm frees
+ *  what is left. GCL_ERR_INVALID_ARG: ptr is not from gcl_mem_alloc on comm
+ *  (nothing is freed). */
+gcl_status_t gcl_mem_free(gcl_comm_t *comm, void *ptr);
+
 /* ------------------------------------------------------------ requests */
 
 /** Progress req; GCL_OK when it completed (req is then freed and *req is

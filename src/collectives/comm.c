@@ -83,7 +83,11 @@ static void comm_free(gcl_comm_t *c)
         comm_free(c->local_comm);
     if (c->leader_comm)
         comm_free(c->leader_comm);
+    if (gcl_shm_direct_ops(c->shm) > 0)
+        gcl_log(c, GCL_LOG_INFO, "%llu allreduce calls ran on registered memory (gcl_mem_alloc)",
+                (unsigned long long)gcl_shm_direct_ops(c->shm));
     gcl_shm_close(c->shm);
+    gcl_mem_free_plain_all(c);
     free(c->world);
     free(c->local);
     free(c->leaders);

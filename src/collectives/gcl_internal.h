@@ -85,6 +85,7 @@ struct gcl_comm {
                                            * on first use */
     gcl_shm_t *shm;
     int shm_state;             /* 0 untried, 1 open, -1 unavailable */
+    struct gcl_plain_mem *plain_mem; /* gcl_mem_alloc without shared memory (mem.c) */
 };
 
 /* ---------------------------------------------------------- schedules */
@@ -210,6 +211,8 @@ void gcl_comm_shm_eager(gcl_comm_t *c);
 /* Open the shm segment of c's host (c must be on one host); collective over
  * c. 1 if usable, 0 if not (agreed by all members). */
 int gcl_comm_shm(gcl_comm_t *c);
+/* Free what gcl_mem_alloc gave on c without shared memory (comm_free). */
+void gcl_mem_free_plain_all(gcl_comm_t *c);
 /* The status st (not GCL_OK) of a shm op of c's segment that failed to
  * start or run, as gcl_last_error() gives it: a member lost names its rank
  * in c, world rank and host, as the transport does (GCL_ERR_TRANSPORT);

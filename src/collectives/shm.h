@@ -48,6 +48,15 @@ gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *shm, void *buf, size_t count, gc
                                      int root, gcl_shm_op_t **out);
 gcl_status_t gcl_shm_barrier_start(gcl_shm_t *shm, gcl_shm_op_t **out);
 
+/* Registered memory (gcl_mem_alloc in gcl.h; shm_mem.h): collective over
+ * the members, bytes > 0; errors as gcl_shm_regions_alloc. An allreduce
+ * whose input and output lie in it on every member runs without staging. */
+gcl_status_t gcl_shm_mem_alloc(gcl_shm_t *shm, size_t bytes, void **ptr);
+/* 1 when ptr was allocated so (now unmapped), else 0. */
+int gcl_shm_mem_free(gcl_shm_t *shm, void *ptr);
+/* How many allreduce calls have run on registered buffers so far. */
+uint64_t gcl_shm_direct_ops(const gcl_shm_t *shm);
+
 /* Advance op: GCL_OK when it completed (op freed), GCL_IN_PROGRESS, or an
  * error (op freed). */
 gcl_status_t gcl_shm_progress(gcl_shm_op_t *op);

@@ -11,6 +11,8 @@
 #   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
 #   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
+#   reg       the matrix on registered memory (gcl_mem_alloc): allreduces
+#             run direct; mixed with plain buffers; split communicators
 #   (split and timeout again at 4 ranks with GCL_TOPO_PPN=2: the hierarchical path)
 #   big -A    >= 16 MiB messages: every collective x dtype x op x blocking /
 #             non-blocking / in-place, at every group size
@@ -48,16 +50,32 @@ run() {
     fi
 }
 
+# direct NP: on registered memory (gcl_mem_alloc) every rank's allreduces
+# ran direct, not through staging: the count GCL_LOG=info prints for world
+# when it is destroyed
+direct() {
+    out=$(GCL_LOG=info timeout -k 5 120 "$MPIRUN" --oversubscribe -np "$1" "$T" -s reg -q 2>&1)
+    rc=$?
+    n=$(echo "$out" | grep -c "comm 0 rank [0-9]*/$1: [1-9][0-9]* allreduce calls ran on registered memory")
+    if [ "$rc" -eq 0 ] && [ "$n" -eq "$1" ] && echo "$out" | grep -q "^gcl_test reg: ok ($1 ranks"; then
+        echo "ok: $1 ranks: allreduces on registered memory ran direct at every rank"
+    else
+        echo "FAIL: $1 ranks: allreduces on registered memory ran direct at $n of $1 ranks (exit $rc)"
+        echo "$out" | grep -v "algorithm\|UCX  WARN" | tail -20
+        fails=$((fails + 1))
+    fi
+}
+
 for np in ${GCL_TEST_NP:-1 2 3 4 5 7 8}; do
     case $np in
-    1) run 1 120 api,coll,split,algo -b; run 1 240 big -A ;;
-    2) run 2 180 api,coll,split,timeout,mismatch,algo -b; run 2 400 big -A ;;
-    3) run 3 240 coll; run 3 500 big -A; run 3 150 split,algo ;;
-    4) run 4 300 api,coll,split,timeout,mismatch,algo -b; run 4 450 big -A ;;
-    5) run 5 240 coll; run 5 700 big -A; run 5 150 split,algo -q ;;
-    7) run 7 300 coll; run 7 1000 big -A; run 7 150 split,timeout,mismatch -q ;;
-    8) run 8 360 coll; run 8 1100 big -A; run 8 180 api,split,algo -q ;;
-    *) run "$np" 300 api,coll,split,timeout,mismatch,algo ;;
+    1) run 1 120 api,coll,split,algo,reg -b; run 1 240 big -A ;;
+    2) run 2 180 api,coll,split,timeout,mismatch,algo,reg -b; run 2 400 big -A; direct 2 ;;
+    3) run 3 240 coll,reg; run 3 500 big -A; run 3 150 split,algo ;;
+    4) run 4 300 api,coll,split,timeout,mismatch,algo,reg -b; run 4 450 big -A; direct 4 ;;
+    5) run 5 240 coll; run 5 700 big -A; run 5 150 split,algo,reg -q ;;
+    7) run 7 300 coll; run 7 1000 big -A; run 7 150 split,timeout,mismatch,reg -q ;;
+    8) run 8 360 coll; run 8 1100 big -A; run 8 180 api,split,algo,reg -q; direct 8 ;;
+    *) run "$np" 300 api,coll,split,timeout,mismatch,algo,reg ;;
     esac
 done
 # the hierarchical path on one machine: every 2 consecutive ranks pretend to

@@ -34,6 +34,8 @@ int rank, size;
 gcl_comm_t *world;
 long fails, checks;
 int opt_quick;
+gcl_comm_t *reg_comm;
+int reg_plain;
 
 void fail_at(const char *fmt, ...)
 {
@@ -85,6 +87,31 @@ void *balloc(size_t bytes)
     }
     ref_poison(p, bytes + GUARD);
     return p;
+}
+
+void *ralloc(size_t bytes)
+{
+    if (reg_comm == NULL)
+        return balloc(bytes);
+    void *p = NULL;
+    gcl_status_t st = gcl_mem_alloc(reg_comm, bytes + GUARD, &p);
+    if (st != GCL_OK) {
+        fprintf(stderr, "rank %d: gcl_mem_alloc(%zu bytes): %s: %s\n", rank, bytes + GUARD,
+                gcl_status_string(st), gcl_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (reg_plain) { /* (called all the same: gcl_mem_alloc is collective) */
+        gcl_mem_free(reg_comm, p);
+        return balloc(bytes);
+    }
+    ref_poison(p, bytes + GUARD);
+    return p;
+}
+
+void rfree(void *p)
+{
+    if (reg_comm == NULL || reg_plain || gcl_mem_free(reg_comm, p) != GCL_OK)
+        free(p);
 }
 
 int guard_ok(const void *buf, size_t bytes)
@@ -144,7 +171,7 @@ void test_reductions(gcl_comm_t *c, MPI_Comm mc, gcl_dtype_t dt, gcl_op_t op, si
     int n = gcl_comm_size(c), me = gcl_comm_rank(c);
     size_t es = ref_dsize(dt);
     size_t len = (mask & COLL_REDUCE_SCATTER) ? count * (size_t)n : count;  /* input elements */
-    char *in = balloc(len * es), *out = balloc(len * es), *all = balloc(len * es * (size_t)n);
+    char *in = ralloc(len * es), *out = ralloc(len * es), *all = balloc(len * es * (size_t)n);
     char what[160];
     gcl_request_t *req = NULL;
     ref_fill(in, len, dt, op, seed, me);
@@ -220,8 +247,8 @@ void test_reductions(gcl_comm_t *c, MPI_Comm mc, gcl_dtype_t dt, gcl_op_t op, si
     }
     ref_expect_free(&e0);
     ref_expect_free(&e1);
-    free(in);
-    free(out);
+    rfree(in);
+    rfree(out);
     free(all);
 }
 
@@ -289,7 +316,7 @@ void test_movement(gcl_comm_t *c, MPI_Comm mc, gcl_dtype_t dt, size_t count, uin
 {
     int n = gcl_comm_size(c), me = gcl_comm_rank(c);
     size_t es = ref_dsize(dt), bytes = count * es, total = bytes * (size_t)n;
-    char *in = balloc(total), *out = balloc(total), *want = balloc(total);
+    char *in = ralloc(total), *out = ralloc(total), *want = balloc(total);
     char what[160];
     gcl_request_t *req = NULL;
     ref_fill(in, count * (size_t)n, dt, GCL_MAX, seed, me);
@@ -337,8 +364,8 @@ void test_movement(gcl_comm_t *c, MPI_Comm mc, gcl_dtype_t dt, size_t count, uin
         if (gok(st, what))
             check_equal(what, out, want, count * (size_t)n, dt);
     }
-    free(in);
-    free(out);
+    rfree(in);
+    rfree(out);
     free(want);
 }
 
@@ -626,7 +653,7 @@ int main(int argc, char **argv)
         case 'q': opt_quick = 1; break;
         case 'A': all_ops = 1; break;
         default:
-            fprintf(stderr, "usage: gcl_test [-s api,coll,big,split,timeout,mismatch,algo] [-b] [-q] [-A]\n");
+            fprintf(stderr, "usage: gcl_test [-s api,coll,big,split,timeout,mismatch,algo,reg] [-b] [-q] [-A]\n");
             return 2;
         }
     MPI_Init(&argc, &argv);
@@ -656,6 +683,8 @@ int main(int argc, char **argv)
             suite_mismatch();
         else if (!strcmp(s, "algo"))
             suite_algo(big);
+        else if (!strcmp(s, "reg"))
+            suite_reg(big);
         else {
             if (rank == 0)
                 fprintf(stderr, "gcl_test: unknown suite '%s'\n", s);

@@ -26,6 +26,14 @@ gcl_status_t complete(gcl_status_t st, gcl_request_t **req);
 
 /* Buffers with a guard zone after `bytes` that must stay untouched. */
 void *balloc(size_t bytes);
+/* The same for the collectives' own send and receive buffers: from
+ * gcl_mem_alloc on reg_comm when it is set (collective over it; reg_plain:
+ * this member takes malloc memory all the same), else balloc; freed with
+ * rfree. */
+extern gcl_comm_t *reg_comm;
+extern int reg_plain;
+void *ralloc(size_t bytes);
+void rfree(void *p);
 int guard_ok(const void *buf, size_t bytes);
 double now_s(void);
 
@@ -40,6 +48,7 @@ void suite_split(void);
 void suite_timeout(void);
 void suite_mismatch(void);
 void suite_algo(int big);
+void suite_reg(int big);
 /* The matrix of gcl_test.c for the members of one communicator (used by
  * suite_algo on a forced algorithm). mask: COLL_* bits. */
 enum { COLL_ALLREDUCE = 1, COLL_REDUCE = 2, COLL_REDUCE_SCATTER = 4, COLL_ALLGATHER = 8,

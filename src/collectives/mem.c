@@ -1,0 +1,70 @@
+/* gcl_mem_alloc / gcl_mem_free (gcl.h): registered memory through the
+ * communicator's shared-memory segment (shm_mem.c), or ordinary memory
+ * where the communicator has none. */
+#include "collectives/gcl_internal.h"
+
+#include "common/status.h"
+
+#include <stdlib.h>
+
+struct gcl_plain_mem {
+    struct gcl_plain_mem *next;
+    void *p;
+};
+
+gcl_status_t gcl_mem_alloc(gcl_comm_t *comm, size_t bytes, void **ptr)
+{
+    if (ptr)
+        *ptr = NULL;
+    if (comm == NULL || ptr == NULL || bytes == 0) {
+        ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_alloc: %s", comm == NULL ? "NULL communicator"
+                                                            : ptr == NULL ? "NULL ptr"
+                                                                          : "0 bytes");
+        return GCL_ERR_INVALID_ARG;
+    }
+    if (gcl_comm_shm(comm))
+        return gcl_shm_mem_alloc(comm->shm, bytes, ptr);
+    struct gcl_plain_mem *m = malloc(sizeof(*m));
+    if (m == NULL || posix_memalign(&m->p, 4096, bytes) != 0) {
+        free(m);
+        ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: out of memory for %zu bytes", bytes);
+        return GCL_ERR_NO_MEMORY;
+    }
+    m->next = comm->plain_mem;
+    comm->plain_mem = m;
+    *ptr = m->p;
+    return GCL_OK;
+}
+
+gcl_status_t gcl_mem_free(gcl_comm_t *comm, void *ptr)
+{
+    if (ptr == NULL)
+        return GCL_OK;
+    if (comm == NULL) {
+        ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_free: NULL communicator");
+        return GCL_ERR_INVALID_ARG;
+    }
+    if (gcl_shm_mem_free(comm->shm, ptr))
+        return GCL_OK;
+    for (struct gcl_plain_mem **pm = &comm->plain_mem; *pm; pm = &(*pm)->next)
+        if ((*pm)->p == ptr) {
+            struct gcl_plain_mem *m = *pm;
+            *pm = m->next;
+            free(m->p);
+            free(m);
+            return GCL_OK;
+        }
+    ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_free: %p was not allocated by gcl_mem_alloc on "
+              "communicator %u", ptr, comm->id);
+    return GCL_ERR_INVALID_ARG;
+}
+
+void gcl_mem_free_plain_all(gcl_comm_t *c)
+{
+    while (c->plain_mem) {
+        struct gcl_plain_mem *m = c->plain_mem;
+        c->plain_mem = m->next;
+        free(m->p);
+        free(m);
+    }
+}
