@@ -14,6 +14,8 @@
  *    gcl_isend / gcl_irecv.
  * 3. Both again inside replica groups of two (GCL_GROUP_CONSECUTIVE), while
  *    a non-blocking allreduce on the whole job is in flight.
+ * 4. A gradient-sized allreduce (4 MiB, in place) on registered memory from
+ *    gcl_mem_alloc, which libgcl reads and writes directly on one host.
  * Rank 0 prints "custom_collective: ok"; any error exits non-zero. */
 #include <gcl/gcl.h>
 #include <mpi.h>
@@ -132,6 +134,17 @@ int main(int argc, char **argv)
     TRY(gcl_wait(&req));
     errors += total != size * (size + 1) / 2.0;
     gcl_comm_destroy(pair);
+
+    /* 4. registered memory: allocated (and freed) by every rank together */
+    enum { G = 1 << 20 };
+    float *grad;
+    TRY(gcl_mem_alloc(world, G * sizeof(float), (void **)&grad));
+    for (size_t i = 0; i < G; i++)
+        grad[i] = (float)((rank + 1) * (int)(i % 7));
+    TRY(gcl_allreduce(GCL_IN_PLACE, grad, G, GCL_FLOAT32, GCL_SUM, world));
+    for (size_t i = 0; i < G; i++)
+        errors += grad[i] != (float)(size * (size + 1) / 2 * (int)(i % 7));
+    TRY(gcl_mem_free(world, grad));
 
     int all_errors = 0;
     MPI_Allreduce(&errors, &all_errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
