@@ -5,6 +5,7 @@
 
 #include "common/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct gcl_plain_mem {
@@ -17,18 +18,22 @@ gcl_status_t gcl_mem_alloc(gcl_comm_t *comm, size_t bytes, void **ptr)
     if (ptr)
         *ptr = NULL;
     if (comm == NULL || ptr == NULL || bytes == 0) {
-        ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_alloc: %s", comm == NULL ? "NULL communicator"
-                                                            : ptr == NULL ? "NULL ptr"
-                                                                          : "0 bytes");
-        return GCL_ERR_INVALID_ARG;
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_mem_alloc: %s",
+                             comm == NULL ? "NULL communicator" : ptr == NULL ? "NULL ptr" : "0 bytes");
     }
-    if (gcl_comm_shm(comm))
-        return gcl_shm_mem_alloc(comm->shm, bytes, ptr);
+    if (gcl_comm_shm(comm)) {
+        gcl_status_t st = gcl_shm_mem_alloc(comm->shm, bytes, ptr);
+        if (st != GCL_OK) { /* (shm_mem.c words it for gcl_last_error) */
+            char msg[512];
+            snprintf(msg, sizeof(msg), "%s", ipu_error_message());
+            gcl_set_error(st, "%s", msg);
+        }
+        return st;
+    }
     struct gcl_plain_mem *m = malloc(sizeof(*m));
     if (m == NULL || posix_memalign(&m->p, 4096, bytes) != 0) {
         free(m);
-        ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: out of memory for %zu bytes", bytes);
-        return GCL_ERR_NO_MEMORY;
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_mem_alloc: out of memory for %zu bytes", bytes);
     }
     m->next = comm->plain_mem;
     comm->plain_mem = m;
@@ -40,10 +45,8 @@ gcl_status_t gcl_mem_free(gcl_comm_t *comm, void *ptr)
 {
     if (ptr == NULL)
         return GCL_OK;
-    if (comm == NULL) {
-        ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_free: NULL communicator");
-        return GCL_ERR_INVALID_ARG;
-    }
+    if (comm == NULL)
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_mem_free: NULL communicator");
     if (gcl_shm_mem_free(comm->shm, ptr))
         return GCL_OK;
     for (struct gcl_plain_mem **pm = &comm->plain_mem; *pm; pm = &(*pm)->next)
@@ -54,9 +57,8 @@ gcl_status_t gcl_mem_free(gcl_comm_t *comm, void *ptr)
             free(m);
             return GCL_OK;
         }
-    ipu_error(IPU_ERR_INVALID_ARG, "gcl_mem_free: %p was not allocated by gcl_mem_alloc on "
-              "communicator %u", ptr, comm->id);
-    return GCL_ERR_INVALID_ARG;
+    return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_mem_free: %p was not allocated by gcl_mem_alloc on "
+                         "communicator %u", ptr, comm->id);
 }
 
 void gcl_mem_free_plain_all(gcl_comm_t *c)

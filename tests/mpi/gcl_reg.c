@@ -21,9 +21,13 @@ static void api_checks(void)
     int x = 0;
     gexpect(gcl_mem_alloc(world, 0, &p), GCL_ERR_INVALID_ARG, "gcl_mem_alloc of 0 bytes");
     CHECK(p == NULL, "gcl_mem_alloc of 0 bytes left *ptr set");
+    CHECK(strstr(gcl_last_error(), "gcl_mem_alloc: 0 bytes") != NULL, "gcl_mem_alloc of 0 bytes: "
+          "gcl_last_error() says \"%s\"", gcl_last_error());
     gexpect(gcl_mem_alloc(NULL, 64, &p), GCL_ERR_INVALID_ARG, "gcl_mem_alloc on NULL");
     gexpect(gcl_mem_alloc(world, 64, NULL), GCL_ERR_INVALID_ARG, "gcl_mem_alloc into NULL");
     gexpect(gcl_mem_free(world, &x), GCL_ERR_INVALID_ARG, "gcl_mem_free of a stack address");
+    CHECK(strstr(gcl_last_error(), "was not allocated by gcl_mem_alloc") != NULL, "gcl_mem_free of a "
+          "stack address: gcl_last_error() says \"%s\"", gcl_last_error());
     gok(gcl_mem_free(world, NULL), "gcl_mem_free(NULL)");
 
     /* each member its own size; page aligned, writable */
@@ -40,6 +44,8 @@ static void api_checks(void)
     gcl_status_t st = gcl_mem_alloc(world, rank == 0 ? (size_t)1 << 50 : 4096, &p);
     gexpect(st, GCL_ERR_NO_MEMORY, "gcl_mem_alloc of 1 PiB at rank 0");
     CHECK(p == NULL, "failed gcl_mem_alloc left *ptr set");
+    CHECK(strstr(gcl_last_error(), "gcl_mem_alloc: ") != NULL, "gcl_mem_alloc of 1 PiB at rank 0: "
+          "gcl_last_error() says \"%s\"", gcl_last_error());
     if (st == GCL_OK)
         gcl_mem_free(world, p);
     float in[3] = {1, 2, (float)rank}, out[3];
