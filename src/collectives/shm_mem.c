@@ -55,6 +55,8 @@ static gcl_status_t map_object(const char *name, int create, size_t len, char **
     if (rc == 0 && p == MAP_FAILED)
         rc = errno;
     close(fd);
+    if (rc != 0 && create)
+        shm_unlink(name); /* (nothing of a failed allocation is left in /dev/shm) */
     if (rc != 0)
         return no_memory(create ? "reserving" : "mapping", name, len, rc);
     *out = p;

@@ -11,9 +11,11 @@
  * (tests/mpi/gcl.sh). */
 #include "gcl_test.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void api_checks(void)
 {
@@ -48,6 +50,14 @@ static void api_checks(void)
           "gcl_last_error() says \"%s\"", gcl_last_error());
     if (st == GCL_OK)
         gcl_mem_free(world, p);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "gcl-m-%d-", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0, "/dev/shm/%s left behind", e->d_name);
+    if (d)
+        closedir(d);
     float in[3] = {1, 2, (float)rank}, out[3];
     if (gok(gcl_allreduce(in, out, 3, GCL_FLOAT32, GCL_SUM, world), "allreduce after a failed gcl_mem_alloc"))
         CHECK(out[0] == (float)size && out[2] == (float)(size * (size - 1) / 2),
