@@ -329,6 +329,21 @@ static inline void stage_copy(const gcl_shm_op_t *o, void *dst, const void *src,
 }
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
+/* dst[0, k) = element-wise reduction of src[j] + off (bytes) over the n
+ * sources in rank order, AVG divided; dst may equal src[0] + off only. */
+static void reduce_into(const gcl_shm_op_t *o, char *dst, const char *const *src, int n, size_t off,
+                        size_t k)
+{
+    if (n == 1)
+        gcl_copy(dst, src[0] + off, k * o->es);
+    else
+        gcl_reduce_local3(dst, src[0] + off, src[1] + off, k, o->dt, o->op);
+    for (int j = 2; j < n; j++)
+        gcl_reduce_local(dst, src[j] + off, k, o->dt, o->op);
+    if (o->op == GCL_AVG)
+        gcl_reduce_finish_avg(dst, k, o->dt, n);
+}
+
 /* Reduce n sources (src[j], rank order) of m elements into dst (which may
  * equal src[0] only; staging when to_stage, then written as stage_copy
  * does), through L1-sized blocks, each then also copied to copy_to (if not
@@ -341,14 +356,7 @@ static void reduce_sources(const gcl_shm_op_t *o, char *dst, int to_stage,
         size_t k = min_sz(blk, m - i), off = i * o->es;
         int via_blk = to_stage && o->snt;
         char *d = via_blk ? o->shm->blk : dst + off;
-        if (n == 1)
-            gcl_copy(d, src[0] + off, k * o->es);
-        else
-            gcl_reduce_local3(d, src[0] + off, src[1] + off, k, o->dt, o->op);
-        for (int j = 2; j < n; j++)
-            gcl_reduce_local(d, src[j] + off, k, o->dt, o->op);
-        if (o->op == GCL_AVG)
-            gcl_reduce_finish_avg(d, k, o->dt, n);
+        reduce_into(o, d, src, n, off, k);
         if (via_blk)
             stage_copy(o, dst + off, d, k * o->es);
         if (copy_to)
@@ -388,12 +396,9 @@ static int ar_oneshot(gcl_shm_op_t *o)
         return 1;
     if (!all_in(s, g))
         return 0;
-    const char *src[2] = {buf(s, 0, g, o->inl), buf(s, 1, g, o->inl)};
-    gcl_reduce_local3(o->out, src[0], src[1], o->count, o->dt, o->op);
-    for (int j = 2; j < s->size; j++)
-        gcl_reduce_local(o->out, buf(s, j, g, o->inl), o->count, o->dt, o->op);
-    if (o->op == GCL_AVG)
-        gcl_reduce_finish_avg(o->out, o->count, o->dt, s->size);
+    for (int j = 0; j < s->size; j++)
+        s->srcs[j] = buf(s, j, g, o->inl);
+    reduce_into(o, o->out, s->srcs, s->size, 0, o->count);
     return 1;
 }
 
@@ -500,16 +505,9 @@ static int ar_direct(gcl_shm_op_t *o)
         size_t C = round_up((o->count + (size_t)s->size - 1) / (size_t)s->size, le);
         size_t lo = min_sz((size_t)s->rank * C, o->count), hi = min_sz(lo + C, o->count);
         size_t blk = SUB_BYTES / o->es;
-        const char **sp = s->srcs;
         for (size_t i = lo; i < hi; i += blk) {
             size_t k = min_sz(blk, hi - i), off = i * o->es;
-            for (int j = 0; j < s->size; j++)
-                sp[j] = s->din[j] + off;
-            gcl_reduce_local3(s->blk, sp[0], sp[1], k, o->dt, o->op);
-            for (int j = 2; j < s->size; j++)
-                gcl_reduce_local(s->blk, sp[j], k, o->dt, o->op);
-            if (o->op == GCL_AVG)
-                gcl_reduce_finish_avg(s->blk, k, o->dt, s->size);
+            reduce_into(o, s->blk, (const char *const *)s->din, s->size, off, k);
             for (int j = 0; j < s->size; j++)
                 out_copy(o, s->dout[(s->rank + j) % s->size] + off, s->blk, k * o->es);
         }
