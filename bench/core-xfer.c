@@ -7,6 +7,10 @@
  * vCPUs share a cache and about 3 GB/s while they do not, which moves
  * libgcl's shm collectives by up to 7x (docs/libgcl.md, "Measured here"):
  * run it next to a benchmark to know which state the numbers come from.
+ * Then it times the smallest exchange there is: each process writes 8 bytes
+ * and a counter into its own cache line and waits for the other's (what a
+ * 2-member allreduce of up to 16 bytes costs at least, in libgcl's one-shot
+ * path or Open MPI's vader fastbox), and prints microseconds per exchange.
  *
  *   bench/core-xfer [SECONDS (5)] [BYTES (262144)] [CORE_A (0)] [CORE_B (1)]
  * Exit status 0; 2 on bad arguments or when the cores cannot be used. */
@@ -25,6 +29,28 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One process's side of EXCHANGES symmetric exchanges through the lines
+ * at l[0] and l[1] (counter, then 8 bytes of data): returns their sum, so
+ * nothing is optimised away. */
+#define EXCHANGES 200000L
+typedef struct {
+    _Atomic long ctr;
+    double val;
+    char pad[112]; /* one line each, and not an adjacent-line prefetch pair */
+} xline_t;
+static double exchange(xline_t *l, int me)
+{
+    double acc = 0;
+    for (long i = 1; i <= EXCHANGES; i++) {
+        l[me].val = (double)i;
+        atomic_store_explicit(&l[me].ctr, i, memory_order_release);
+        while (atomic_load_explicit(&l[!me].ctr, memory_order_acquire) < i)
+            ;
+        acc += l[!me].val + l[me].val;
+    }
+    return acc;
 }
 
 static int pin(int core)
@@ -51,6 +77,7 @@ int main(int argc, char **argv)
         return 2;
     }
     _Atomic long *turn = (_Atomic long *)(void *)m; /* odd: the reader's turn; < 0: stop */
+    xline_t *xl = (xline_t *)(void *)(m + 256);     /* the exchange's two lines */
     const long *data = (const long *)(void *)(m + 4096);
     memset(m + 4096, 1, n);
     pid_t child = fork();
@@ -66,7 +93,7 @@ int main(int argc, char **argv)
             long t;
             while ((t = atomic_load(turn)) != want)
                 if (t < 0)
-                    _exit(0);
+                    _exit(exchange(xl, 1) > 0 ? 0 : 1);
             long s = 0;
             for (size_t k = 0; k < n / 8; k++)
                 s += data[k];
@@ -104,6 +131,12 @@ int main(int argc, char **argv)
     }
     printf("\n");
     atomic_store(turn, -1);
+    double x0 = now();
+    volatile double sink = exchange(xl, 0);
+    double x1 = now();
+    (void)sink;
     waitpid(child, NULL, 0);
+    printf("core-xfer: 8-byte exchange between the two cores: %.3f us (%ld in a row)\n",
+           (x1 - x0) / (double)EXCHANGES * 1e6, EXCHANGES);
     return 0;
 }

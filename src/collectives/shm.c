@@ -1343,11 +1343,19 @@ static gcl_status_t attach(gcl_shm_t *s, const char *name, int create, size_t by
     return GCL_OK;
 }
 
-/* The size of the last-level cache in bytes (0: unknown), as the kernel's
- * cacheinfo gives it in sysfs (Documentation/ABI/testing/
- * sysfs-devices-system-cpu, what lscpu reads) for CPU 0: glibc's
- * sysconf(_SC_LEVEL3_CACHE_SIZE) said 320 MiB on this project's VM, whose L3
- * is 32 MiB, and so streaming stores were never used below 80 MiB. */
+/* The size of the last-level cache in bytes, as the kernel's cacheinfo
+ * gives it in sysfs (Documentation/ABI/testing/sysfs-devices-system-cpu,
+ * what lscpu reads) for CPU 0. Without it (some VMs have no
+ * /sys/devices/system/cpu/cpu0/cache), LLC_GUESS: what CPUID says there
+ * cannot be trusted. glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) said 320 MiB on
+ * a VM of this project whose sysfs said 32 MiB; on one without sysfs cache
+ * information sysconf and hwloc said 508 MiB per core, so streaming stores
+ * were never used, while a 2-rank direct allreduce took 4x longer per byte
+ * at 8 MiB than at 4 MiB (32 and 16 MiB of buffers: a 32 MiB cache). There,
+ * 6 interleaved launches each, median µs without / with streaming stores:
+ * 2 ranks 8 MiB 465 / 522, 16 MiB 1700 / 1290; 4 ranks 8 MiB 2360 / 1890,
+ * 16 MiB 5360 / 4440. */
+#define LLC_GUESS ((size_t)32 << 20)
 static size_t llc_bytes(void)
 {
     size_t best = 0;
@@ -1372,11 +1380,7 @@ static size_t llc_bytes(void)
             best = (size_t)v << (unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0);
         }
     }
-    if (best == 0) {
-        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        best = l3 > 0 ? (size_t)l3 : 0;
-    }
-    return best;
+    return best > 0 ? best : LLC_GUESS;
 }
 
 gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
@@ -1426,9 +1430,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
      * exceed the last-level cache (2 ranks: a quarter of it) */
     env = getenv("GCL_SHM_STREAM_BYTES");
     size_t llc = llc_bytes();
-    s->stream_min = env && *env ? strtoull(env, NULL, 0)
-                    : llc > 0   ? llc / (2 * (size_t)local_size)
-                                : (size_t)8 << 20;
+    s->stream_min = env && *env ? strtoull(env, NULL, 0) : llc / (2 * (size_t)local_size);
     env = getenv("GCL_SHM_STAGE_NT");
     s->stage_nt = env && *env && strcmp(env, "auto") != 0 ? atoi(env) != 0 : -1;
     env = getenv("GCL_SHM_STAGE_NT_MIN");
