@@ -171,16 +171,6 @@ void ipu_row_fill(float *dst, int64_t n, float v)
         dst[i] = v;
 }
 
-void ipu_row_add(float *dst, int64_t n, float v)
-{
-    v4f v4 = {v, v, v, v};
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        st4(dst + i, ld4(dst + i) + v4);
-    for (; i < n; i++)
-        dst[i] += v;
-}
-
 /* dst[o] = src[o * s] for o in [0, cnt) */
 static void row_gather(float *restrict dst, const float *restrict src, int64_t cnt, int64_t s)
 {

@@ -120,9 +120,8 @@ void ipu_window_plane_dw(const ipu_window_t *w, const ipu_window_dw_t *dw, const
                          float bias, const ipu_act_t *act, const float *in, float *out,
                          float *scratch);
 
-/* dst[0..n) = v and dst[0..n) += v, vectorised (bias initialisation). */
+/* dst[0..n) = v, vectorised (bias initialisation). */
 void ipu_row_fill(float *dst, int64_t n, float v);
-void ipu_row_add(float *dst, int64_t n, float v);
 
 /* Taps of the window of output o in dim i that fall in [lo_bound, hi_bound)
  * of input positions (in-bounds only: 0, in; count_include_pad: -pb, in+pe). */
