@@ -83,8 +83,7 @@ static ipu_status_t fold_node(ipu_graph_t *g, ipu_node_t *n)
         if (ctx.scratch_bytes) {
             ctx.scratch = aligned_alloc(64, (ctx.scratch_bytes + 63) / 64 * 64);
             if (ctx.scratch == NULL) {
-                st = ipu_error(IPU_ERR_NO_MEMORY, "node '%s' (%s): no memory to fold constants",
-                               n->name, n->op_type);
+                st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "no memory to fold constants");
                 goto fail;
             }
         }
@@ -152,8 +151,8 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         for (int k = 0; k < n->n_inputs; k++) {
             const ipu_value_t *v = ipu_node_input(g, n, k);
             if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))
-                return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): input '%s' has no "
-                                 "known shape", n->name, n->op_type, v->name);
+                return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "input '%s' has no known shape",
+                                    v->name);
         }
         /* a node bound again (new input shapes) starts from fresh state */
         if (n->op->fini && n->state)
@@ -166,8 +165,8 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         for (int k = 0; k < n->n_outputs; k++) {
             const ipu_value_t *v = ipu_node_output(g, n, k);
             if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))
-                return ipu_error(IPU_ERR_INTERNAL, "node '%s' (%s): output '%s' shape not "
-                                 "inferred", n->name, n->op_type, v->name);
+                return ipu_op_error(IPU_ERR_INTERNAL, n, "output '%s' shape not inferred",
+                                    v->name);
         }
         if (all_outputs_const(g, n)) { /* infer() computed them (Shape, Size) */
             for (int k = 0; k < n->n_outputs; k++)
@@ -178,31 +177,5 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         else if (all_inputs_const(g, n) && (st = fold_node(g, n)) != IPU_OK)
             return st;
     }
-    return IPU_OK;
-}
-
-ipu_status_t ipu_op_axis(const ipu_node_t *n, int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= (rank > 0 ? rank : 1))
-        return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): axis %lld out of range for rank %d",
-                         n->name, n->op_type, (long long)axis, rank);
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return IPU_OK;
-}
-
-ipu_status_t ipu_op_broadcast(const ipu_node_t *n, int ra, const int64_t *a,
-                              int rb, const int64_t *b, int *rout, int64_t *out)
-{
-    int r = ra > rb ? ra : rb;
-    for (int i = 0; i < r; i++) {
-        int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
-        int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
-        if (da != db && da != 1 && db != 1)
-            return ipu_error(IPU_ERR_SHAPE, "node '%s' (%s): shapes do not broadcast "
-                             "(dimension %d: %lld vs %lld)", n->name, n->op_type, i,
-                             (long long)da, (long long)db);
-        out[i] = da == 1 ? db : da;
-    }
-    *rout = r;
     return IPU_OK;
 }

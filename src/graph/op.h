@@ -73,7 +73,18 @@ ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup);
  * the user's tensors first). Requires ipu_graph_toposort() and bind_ops(). */
 ipu_status_t ipu_graph_infer(ipu_graph_t *g);
 
-/* Helpers for op implementations -------------------------------------- */
+/* Helpers for op implementations (graph/op.c) -------------------------- */
+
+/* Record the message "node 'NAME' (OpType): " followed by fmt's text with
+ * ipu_error() and return st: every error an op reports names its node. */
+ipu_status_t ipu_op_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* *v = input slot i of n, which must be present: IPU_ERR_INVALID_MODEL
+ * ("input I is missing", naming the node) when it is absent or i is past the
+ * node's inputs. For optional inputs use ipu_node_input() (NULL if absent). */
+ipu_status_t ipu_op_input(const ipu_graph_t *g, const ipu_node_t *n, int i,
+                          const ipu_value_t **v);
 
 /* Normalise a possibly negative axis for a tensor of rank r into [0, r);
  * returns IPU_ERR_INVALID_MODEL (message names the node) when out of range. */

@@ -219,14 +219,14 @@ static ipu_status_t bin_infer(ipu_graph_t *g, ipu_node_t *n)
     if (b->kind == K_WHERE && (st = ipu_ew_check_dtype(g, n, 0, IPU_DTYPE_BOOL)) != IPU_OK)
         return st;
     if ((b->kind == K_WHERE || b->kind == K_VARIADIC) && ta != tb)
-        return ipu_ew_error(IPU_ERR_SHAPE, n, "inputs have different dtypes (%s, %s)",
+        return ipu_op_error(IPU_ERR_SHAPE, n, "inputs have different dtypes (%s, %s)",
                             ipu_dtype_name(ta), ipu_dtype_name(tb));
     for (int i = 2; b->kind == K_VARIADIC && i < nin; i++)
         if ((st = ipu_ew_check_dtype(g, n, i, ta)) != IPU_OK)
             return st;
     if (pick(n, ta, tb) == NULL ||
         (strcmp(n->op_type, "Mean") == 0 && ta != IPU_DTYPE_FLOAT))
-        return ipu_ew_error(ta == tb || b->kind == K_POW ? IPU_ERR_UNSUPPORTED : IPU_ERR_SHAPE, n,
+        return ipu_op_error(ta == tb || b->kind == K_POW ? IPU_ERR_UNSUPPORTED : IPU_ERR_SHAPE, n,
                             "dtypes %s, %s not supported", ipu_dtype_name(ta),
                             ipu_dtype_name(tb));
     if ((st = ipu_ew_infer_broadcast(g, n, 0, nin, &rank, dims)) != IPU_OK)

@@ -74,11 +74,11 @@ static ipu_status_t cast_infer(ipu_graph_t *g, ipu_node_t *n)
         to = ipu_node_input(g, n, 1)->dtype;
     } else {
         if (ipu_attr_find(n, "to") == NULL)
-            return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "missing attribute 'to'");
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "missing attribute 'to'");
         to = (ipu_dtype_t)ipu_attr_int(n, "to", 0);
     }
     if (!castable(x->dtype) || !castable(to))
-        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "cast from %s to %s not supported",
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "cast from %s to %s not supported",
                             ipu_dtype_name(x->dtype), ipu_dtype_name(to));
     ipu_value_set_shape(ipu_node_output(g, n, 0), to, x->rank, x->dims);
     return IPU_OK;

@@ -41,31 +41,31 @@ static ipu_status_t concat_infer(ipu_graph_t *g, ipu_node_t *n)
     size_t es;
     ipu_status_t st;
     if (x0 == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "needs at least one input");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs at least one input");
     if (ipu_attr_find(n, "axis") == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "attribute 'axis' is required");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "attribute 'axis' is required");
     if ((st = ipu_mv_esize(n, x0->dtype, &es)) != IPU_OK ||
         (st = ipu_op_axis(n, ipu_attr_int(n, "axis", 0), x0->rank, &axis)) != IPU_OK)
         return st;
     if (x0->rank == 0)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot concatenate scalars");
+        return ipu_op_error(IPU_ERR_SHAPE, n, "cannot concatenate scalars");
     memcpy(dims, x0->dims, sizeof(int64_t) * (size_t)x0->rank);
     dims[axis] = 0;
     for (int i = 0; i < n->n_inputs; i++) {
-        const ipu_value_t *x = ipu_node_input(g, n, i);
-        if (x == NULL)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input %d is missing", i);
+        const ipu_value_t *x;
+        if ((st = ipu_op_input(g, n, i, &x)) != IPU_OK)
+            return st;
         if (x->dtype != x0->dtype)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input %d ('%s') is %s, input 0 is %s", i,
-                              x->name, ipu_dtype_name(x->dtype), ipu_dtype_name(x0->dtype));
+            return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') is %s, input 0 is %s", i,
+                                x->name, ipu_dtype_name(x->dtype), ipu_dtype_name(x0->dtype));
         if (x->rank != x0->rank)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input %d ('%s') has rank %d, input 0 has "
-                              "rank %d", i, x->name, x->rank, x0->rank);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') has rank %d, input 0 has "
+                                "rank %d", i, x->name, x->rank, x0->rank);
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
-                return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input %d ('%s') dimension %d is %lld, "
-                                  "input 0's is %lld", i, x->name, d, (long long)x->dims[d],
-                                  (long long)x0->dims[d]);
+                return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') dimension %d is %lld, "
+                                    "input 0's is %lld", i, x->name, d, (long long)x->dims[d],
+                                    (long long)x0->dims[d]);
         dims[axis] += x->dims[axis];
     }
     return ipu_mv_set_output(g, n, 0, x0->dtype, x0->rank, dims);
@@ -87,21 +87,19 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 
 static ipu_status_t split_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int64_t sizes[SPLIT_MAX], dims[IPU_MAX_RANK], total = 0;
     int axis, cnt = 0;
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK ||
         (st = ipu_op_axis(n, ipu_attr_int(n, "axis", 0), x->rank, &axis)) != IPU_OK)
         return st;
     if (x->rank == 0)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot split a scalar");
+        return ipu_op_error(IPU_ERR_SHAPE, n, "cannot split a scalar");
     if (n->n_outputs > SPLIT_MAX)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "%d outputs, at most %d supported",
-                          n->n_outputs, SPLIT_MAX);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d outputs, at most %d supported",
+                            n->n_outputs, SPLIT_MAX);
     if (n->opset < 13) {
         size_t c;
         const int64_t *a = ipu_attr_ints(n, "split", &c);
@@ -118,26 +116,26 @@ static ipu_status_t split_infer(ipu_graph_t *g, ipu_node_t *n)
             cnt = -1;
     }
     if (cnt < 0)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "'split' must have one size per output (%d)",
-                          n->n_outputs);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "'split' must have one size per output (%d)",
+                            n->n_outputs);
     if (cnt == 0) { /* equal parts */
         if (x->dims[axis] % n->n_outputs != 0)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "dimension %d (%lld) does not split into %d "
-                              "equal parts", axis, (long long)x->dims[axis], n->n_outputs);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "dimension %d (%lld) does not split into %d "
+                                "equal parts", axis, (long long)x->dims[axis], n->n_outputs);
         for (int i = 0; i < n->n_outputs; i++)
             sizes[i] = x->dims[axis] / n->n_outputs;
     }
     for (int i = 0; i < n->n_outputs; i++) {
         if (n->outputs[i] < 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "output %d is absent", i);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "output %d is absent", i);
         if (sizes[i] < 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "split size %d is negative (%lld)",
-                              i, (long long)sizes[i]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "split size %d is negative (%lld)",
+                                i, (long long)sizes[i]);
         total += sizes[i];
     }
     if (total != x->dims[axis])
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "split sizes add up to %lld, dimension %d is %lld",
-                          (long long)total, axis, (long long)x->dims[axis]);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "split sizes add up to %lld, dimension %d is %lld",
+                            (long long)total, axis, (long long)x->dims[axis]);
     memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
     for (int i = 0; i < n->n_outputs; i++) {
         dims[axis] = sizes[i];

@@ -32,10 +32,10 @@ static ipu_status_t constant_view(const ipu_node_t *n, ipu_tensor_t *t)
         *t = (ipu_tensor_t){.dtype = IPU_DTYPE_INT64, .rank = 1, .dims = {(int64_t)a->n},
                             .data = a->ints};
     } else if (n->n_attrs > 0) {
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "attribute '%s' is not supported "
-                          "(value, value_float(s), value_int(s) are)", n->attrs[0].name);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "attribute '%s' is not supported "
+                            "(value, value_float(s), value_int(s) are)", n->attrs[0].name);
     } else {
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "no value attribute");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "no value attribute");
     }
     size_t es;
     return ipu_mv_esize(n, t->dtype, &es);
@@ -74,7 +74,7 @@ static ipu_status_t fill_value(const ipu_node_t *n, ipu_dtype_t *dt, const void 
     if (a == NULL)
         return IPU_OK;
     if (a->type != IPU_ATTR_TENSOR || a->n != 1 || ipu_tensor_numel(&a->tensors[0]) != 1)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "'value' must be a one-element tensor");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "'value' must be a one-element tensor");
     *dt = a->tensors[0].dtype;
     *elem = a->tensors[0].data;
     size_t es;
@@ -93,8 +93,8 @@ static ipu_status_t constant_of_shape_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     for (int d = 0; d < r; d++)
         if (dims[d] < 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "shape[%d] = %lld is negative",
-                              d, (long long)dims[d]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "shape[%d] = %lld is negative",
+                                d, (long long)dims[d]);
     return ipu_mv_set_output(g, n, 0, dt, r, dims);
 }
 
@@ -119,14 +119,14 @@ static ipu_status_t range_count(const ipu_node_t *n, const ipu_tensor_t *in, int
         double s = ipu_dtype_get_f64(dt, in[0].data, 0), l = ipu_dtype_get_f64(dt, in[1].data, 0);
         double d = ipu_dtype_get_f64(dt, in[2].data, 0);
         if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "delta is 0 or a bound is not finite");
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "delta is 0 or a bound is not finite");
         double c = ceil((l - s) / d);
         *count = c > 0 ? (int64_t)c : 0;
     } else {
         int64_t s = ipu_dtype_get_i64(dt, in[0].data, 0), l = ipu_dtype_get_i64(dt, in[1].data, 0);
         int64_t d = ipu_dtype_get_i64(dt, in[2].data, 0);
         if (d == 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "delta is 0");
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "delta is 0");
         if (d > 0)
             *count = l > s ? (l - s + d - 1) / d : 0;
         else
@@ -141,22 +141,23 @@ static ipu_status_t range_infer(ipu_graph_t *g, ipu_node_t *n)
     int64_t count;
     ipu_status_t st;
     for (int i = 0; i < 3; i++) {
-        const ipu_value_t *v = ipu_node_input(g, n, i);
-        if (v == NULL)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input %d is missing", i);
+        const ipu_value_t *v;
+        if ((st = ipu_op_input(g, n, i, &v)) != IPU_OK)
+            return st;
         if (v->data == NULL)
-            return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "input '%s' must be a constant at "
-                              "inference (data-dependent shapes are not supported)", v->name);
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "input '%s' must be a constant at "
+                                "inference (data-dependent shapes are not supported)", v->name);
         if (v->rank != 0 && ipu_shape_numel(v->rank, v->dims) != 1)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input '%s' must be a scalar", v->name);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "input '%s' must be a scalar", v->name);
         in[i] = ipu_value_tensor(g, n->inputs[i]);
     }
     ipu_dtype_t dt = in[0].dtype;
     if (dt != IPU_DTYPE_FLOAT && dt != IPU_DTYPE_DOUBLE && dt != IPU_DTYPE_INT16 &&
         dt != IPU_DTYPE_INT32 && dt != IPU_DTYPE_INT64)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported", ipu_dtype_name(dt));
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            ipu_dtype_name(dt));
     if (in[1].dtype != dt || in[2].dtype != dt)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "start, limit and delta must have one dtype");
+        return ipu_op_error(IPU_ERR_SHAPE, n, "start, limit and delta must have one dtype");
     if ((st = range_count(n, in, &count)) != IPU_OK)
         return st;
     return ipu_mv_set_output(g, n, 0, dt, 1, &count);
@@ -183,17 +184,15 @@ static ipu_status_t range_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
 
 static ipu_status_t trilu_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0), *k = ipu_node_input(g, n, 1);
+    const ipu_value_t *x, *k = ipu_node_input(g, n, 1);
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK)
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK)
         return st;
     if (x->rank < 2)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input rank %d < 2", x->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "input rank %d < 2", x->rank);
     if (k && (k->dtype != IPU_DTYPE_INT64 || ipu_shape_numel(k->rank, k->dims) != 1))
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "k must be an int64 scalar");
+        return ipu_op_error(IPU_ERR_SHAPE, n, "k must be an int64 scalar");
     return ipu_mv_set_output(g, n, 0, x->dtype, x->rank, x->dims);
 }
 

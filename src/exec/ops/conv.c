@@ -61,7 +61,7 @@ static ipu_status_t conv_act(const ipu_node_t *n, ipu_act_t *a)
     else if (strcmp(k, "SiLU") == 0)
         a->kind = IPU_ACT_SILU;
     else
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "unknown fused activation '%s'", k);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown fused activation '%s'", k);
     return IPU_OK;
 }
 
@@ -71,48 +71,48 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
     const ipu_value_t *b = ipu_node_input(g, n, 2);
     ipu_value_t *y = ipu_node_output(g, n, 0);
     if (x == NULL || wv == NULL || y == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
     if (x->dtype != IPU_DTYPE_FLOAT || wv->dtype != IPU_DTYPE_FLOAT ||
         (b && b->dtype != IPU_DTYPE_FLOAT))
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
-                              ipu_dtype_name(x->dtype != IPU_DTYPE_FLOAT ? x->dtype : wv->dtype));
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
+                            ipu_dtype_name(x->dtype != IPU_DTYPE_FLOAT ? x->dtype : wv->dtype));
     if (x->rank < 3 || x->rank > 5)
-        return IPU_NODE_ERROR(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
-                              "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
-                              x->rank);
+        return ipu_op_error(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
+                            "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
+                            x->rank);
     if (wv->rank != x->rank)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "W has rank %d, X has rank %d", wv->rank,
-                              x->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "W has rank %d, X has rank %d", wv->rank,
+                            x->rank);
     int nd = x->rank - 2;
     int64_t group = ipu_attr_int(n, "group", 1);
     int64_t C = x->dims[1], M = wv->dims[0];
     if (group < 1)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "group %lld", (long long)group);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "group %lld", (long long)group);
     if (wv->dims[1] * group != C)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "X has %lld channels but W expects %lld "
-                              "(W dimension 1 = %lld, group %lld)", (long long)C,
-                              (long long)(wv->dims[1] * group), (long long)wv->dims[1],
-                              (long long)group);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "X has %lld channels but W expects %lld "
+                            "(W dimension 1 = %lld, group %lld)", (long long)C,
+                            (long long)(wv->dims[1] * group), (long long)wv->dims[1],
+                            (long long)group);
     if (M % group != 0)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "%lld output channels not divisible by group "
-                              "%lld", (long long)M, (long long)group);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "%lld output channels not divisible by group "
+                            "%lld", (long long)M, (long long)group);
     if (b && (b->rank != 1 || b->dims[0] != M))
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "B must have shape [%lld]", (long long)M);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "B must have shape [%lld]", (long long)M);
     size_t kc;
     const int64_t *ks = ipu_attr_ints(n, "kernel_shape", &kc);
     if (ks) {
         if (kc != (size_t)nd)
-            return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "kernel_shape has %zu values for "
-                                  "%d spatial dims", kc, nd);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "kernel_shape has %zu values for "
+                                "%d spatial dims", kc, nd);
         for (int j = 0; j < nd; j++)
             if (ks[j] != wv->dims[2 + j])
-                return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "kernel_shape[%d] = %lld but W has "
-                                      "%lld", j, (long long)ks[j], (long long)wv->dims[2 + j]);
+                return ipu_op_error(IPU_ERR_SHAPE, n, "kernel_shape[%d] = %lld but W has "
+                                    "%lld", j, (long long)ks[j], (long long)wv->dims[2 + j]);
     }
 
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_NO_MEMORY, n, "out of memory");
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &s->w);
     if (st == IPU_OK)
         st = conv_act(n, &s->act);
@@ -210,7 +210,7 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     float *col = ctx->scratch;
     const int64_t oW = s->w.out[2];
     if (conv_scratch(NULL, n) > ctx->scratch_bytes)
-        return IPU_NODE_ERROR(IPU_ERR_INTERNAL, n, "scratch too small");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     for (int64_t b = 0; b < s->N; b++) {
         const float *xb = x + b * s->C * s->isz;
         float *yb = y + b * s->M * s->osz;

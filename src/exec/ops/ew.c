@@ -2,30 +2,18 @@
 #include "exec/ops/ew.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-
-ipu_status_t ipu_ew_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return ipu_error(st, "node '%s' (%s): %s", n->name, n->op_type, msg);
-}
 
 ipu_status_t ipu_ew_check_arity(const ipu_node_t *n, int min_in, int max_in,
                                 int n_required, int max_out)
 {
     if (n->n_inputs < min_in || n->n_inputs > max_in)
-        return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "expects %d to %d inputs, has %d",
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "expects %d to %d inputs, has %d",
                             min_in, max_in, n->n_inputs);
     for (int i = 0; i < n_required && i < n->n_inputs; i++)
         if (n->inputs[i] < 0)
-            return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "required input %d is absent", i);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "required input %d is absent", i);
     if (n->n_outputs < 1 || n->n_outputs > max_out || n->outputs[0] < 0)
-        return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "expects 1 to %d outputs, has %d",
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "expects 1 to %d outputs, has %d",
                             max_out, n->n_outputs);
     return IPU_OK;
 }
@@ -34,7 +22,7 @@ ipu_status_t ipu_ew_check_dtype(const ipu_graph_t *g, const ipu_node_t *n, int i
 {
     const ipu_value_t *v = ipu_node_input(g, n, i);
     if (v && v->dtype != dt)
-        return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') is %s, expected %s", i, v->name,
+        return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') is %s, expected %s", i, v->name,
                             ipu_dtype_name(v->dtype), ipu_dtype_name(dt));
     return IPU_OK;
 }

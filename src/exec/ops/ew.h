@@ -1,7 +1,6 @@
 /* Private helpers shared by the elementwise-style op families (unary,
- * binary, cast, softmax, norm, reduce): node error messages, input checks,
- * the NumPy broadcasting iterator and vectorisable exp, sigmoid, tanh and
- * erf. */
+ * binary, cast, softmax, norm, reduce): input checks, the NumPy broadcasting
+ * iterator and vectorisable exp, sigmoid, tanh and erf. */
 #ifndef IPU_EXEC_OPS_EW_H
 #define IPU_EXEC_OPS_EW_H
 
@@ -26,10 +25,6 @@
 #define IPU_EW_CLONES
 #endif
 #define IPU_EW_HOT __attribute__((optimize("O3", "no-math-errno", "no-trapping-math") IPU_EW_CLONES))
-
-/* ipu_error() with the "node 'X' (Op): " prefix. */
-ipu_status_t ipu_ew_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Check the node has between min_in and max_in input slots, that the first
  * n_required are present, and between 1 and max_out outputs. */

@@ -8,14 +8,12 @@
 
 static ipu_status_t expand_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int64_t shape[IPU_MAX_RANK], dims[IPU_MAX_RANK];
     int cnt, r;
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK ||
         (st = ipu_mv_input_ints(g, n, 1, "shape", shape, IPU_MAX_RANK, &cnt)) != IPU_OK ||
         (st = ipu_op_broadcast(n, x->rank, x->dims, cnt, shape, &r, dims)) != IPU_OK)
         return st;
@@ -39,23 +37,21 @@ static ipu_status_t expand_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 
 static ipu_status_t tile_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int64_t reps[IPU_MAX_RANK], dims[IPU_MAX_RANK];
     int cnt;
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK ||
         (st = ipu_mv_input_ints(g, n, 1, "repeats", reps, IPU_MAX_RANK, &cnt)) != IPU_OK)
         return st;
     if (cnt != x->rank)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "'repeats' has %d entries for an input of rank %d",
-                          cnt, x->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "'repeats' has %d entries for an input of rank %d",
+                            cnt, x->rank);
     for (int d = 0; d < x->rank; d++) {
         if (reps[d] < 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "repeats[%d] = %lld is negative",
-                              d, (long long)reps[d]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "repeats[%d] = %lld is negative",
+                                d, (long long)reps[d]);
         dims[d] = x->dims[d] * reps[d];
     }
     return ipu_mv_set_output(g, n, 0, x->dtype, x->rank, dims);

@@ -11,8 +11,8 @@
 static ipu_status_t check_indices_dtype(const ipu_node_t *n, const ipu_value_t *idx)
 {
     if (idx->dtype != IPU_DTYPE_INT64 && idx->dtype != IPU_DTYPE_INT32)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "indices '%s' must be int64 or int32, not %s",
-                          idx->name, ipu_dtype_name(idx->dtype));
+        return ipu_op_error(IPU_ERR_SHAPE, n, "indices '%s' must be int64 or int32, not %s",
+                            idx->name, ipu_dtype_name(idx->dtype));
     return IPU_OK;
 }
 
@@ -23,9 +23,9 @@ static ipu_status_t get_index(const ipu_node_t *n, const ipu_tensor_t *idx, int6
     int64_t k = idx->dtype == IPU_DTYPE_INT32 ? ((const int32_t *)idx->data)[i]
                                               : ((const int64_t *)idx->data)[i];
     if (k < -dim || k >= dim)
-        return IPU_MV_ERR(IPU_ERR_INPUT, n, "index %lld (element %lld of the indices) is out "
-                          "of range for a dimension of size %lld", (long long)k, (long long)i,
-                          (long long)dim);
+        return ipu_op_error(IPU_ERR_INPUT, n, "index %lld (element %lld of the indices) is out "
+                            "of range for a dimension of size %lld", (long long)k, (long long)i,
+                            (long long)dim);
     *out = k < 0 ? k + dim : k;
     return IPU_OK;
 }
@@ -40,17 +40,17 @@ static ipu_status_t gather_infer(ipu_graph_t *g, ipu_node_t *n)
     size_t es;
     ipu_status_t st;
     if (x == NULL || idx == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
     if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
         (st = check_indices_dtype(n, idx)) != IPU_OK)
         return st;
     if (x->rank == 0)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot gather from a scalar");
+        return ipu_op_error(IPU_ERR_SHAPE, n, "cannot gather from a scalar");
     if ((st = ipu_op_axis(n, ipu_attr_int(n, "axis", 0), x->rank, &axis)) != IPU_OK)
         return st;
     if (x->rank - 1 + idx->rank > IPU_MAX_RANK)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
-                          x->rank - 1 + idx->rank, IPU_MAX_RANK);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
+                            x->rank - 1 + idx->rank, IPU_MAX_RANK);
     for (int d = 0; d < axis; d++)
         dims[r++] = x->dims[d];
     for (int d = 0; d < idx->rank; d++)
@@ -96,19 +96,19 @@ static ipu_status_t gather_elements_infer(ipu_graph_t *g, ipu_node_t *n)
     size_t es;
     ipu_status_t st;
     if (x == NULL || idx == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
     if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
         (st = check_indices_dtype(n, idx)) != IPU_OK)
         return st;
     if (x->rank == 0 || idx->rank != x->rank)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "indices rank %d must equal data rank %d (>= 1)",
-                          idx->rank, x->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "indices rank %d must equal data rank %d (>= 1)",
+                            idx->rank, x->rank);
     if ((st = ipu_op_axis(n, ipu_attr_int(n, "axis", 0), x->rank, &axis)) != IPU_OK)
         return st;
     for (int d = 0; d < x->rank; d++)
         if (d != axis && idx->dims[d] > x->dims[d])
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "indices dimension %d (%lld) exceeds the "
-                              "data's (%lld)", d, (long long)idx->dims[d], (long long)x->dims[d]);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "indices dimension %d (%lld) exceeds the "
+                                "data's (%lld)", d, (long long)idx->dims[d], (long long)x->dims[d]);
     return ipu_mv_set_output(g, n, 0, x->dtype, idx->rank, idx->dims);
 }
 

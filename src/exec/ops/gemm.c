@@ -64,8 +64,8 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
 static ipu_status_t check_float(const ipu_node_t *n, const ipu_value_t *v, const char *what)
 {
     if (v->dtype != IPU_DTYPE_FLOAT)
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "%s has dtype %s, not supported (float only)", what,
-                              ipu_dtype_name(v->dtype));
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%s has dtype %s, not supported (float only)",
+                            what, ipu_dtype_name(v->dtype));
     return IPU_OK;
 }
 
@@ -78,19 +78,19 @@ static ipu_status_t gemm_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_value_t *y = ipu_node_output(g, n, 0);
     ipu_status_t st;
     if (a == NULL || b == NULL || y == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "needs inputs A, B and output Y");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs A, B and output Y");
     if ((st = check_float(n, a, "A")) != IPU_OK || (st = check_float(n, b, "B")) != IPU_OK ||
         (c && (st = check_float(n, c, "C")) != IPU_OK))
         return st;
     if (a->rank != 2 || b->rank != 2)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "A and B must be matrices (ranks %d, %d)",
-                              a->rank, b->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "A and B must be matrices (ranks %d, %d)",
+                            a->rank, b->rank);
     int ta = ipu_attr_int(n, "transA", 0) != 0, tb = ipu_attr_int(n, "transB", 0) != 0;
     int64_t M = a->dims[ta], K = a->dims[!ta], Kb = b->dims[tb], N = b->dims[!tb];
     if (K != Kb)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "inner dimensions differ: op(A) is [%lld,%lld],"
-                              " op(B) is [%lld,%lld]", (long long)M, (long long)K,
-                              (long long)Kb, (long long)N);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "inner dimensions differ: op(A) is [%lld,%lld],"
+                            " op(B) is [%lld,%lld]", (long long)M, (long long)K,
+                            (long long)Kb, (long long)N);
     if (c) {
         int ok = c->rank <= 2;
         const int64_t want[2] = {M, N};
@@ -99,8 +99,8 @@ static ipu_status_t gemm_infer(ipu_graph_t *g, ipu_node_t *n)
             ok = d == t || d == 1;
         }
         if (!ok)
-            return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "C (rank %d) does not broadcast to "
-                                  "[%lld,%lld]", c->rank, (long long)M, (long long)N);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "C (rank %d) does not broadcast to "
+                                "[%lld,%lld]", c->rank, (long long)M, (long long)N);
     }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, 2, (int64_t[]){M, N});
     return IPU_OK;
@@ -149,16 +149,16 @@ static ipu_status_t mm_geometry(const ipu_node_t *n, int ra, const int64_t *a, i
                                 const int64_t *b, mm_geom_t *m)
 {
     if (ra < 1 || rb < 1)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "operands must have rank >= 1 (got %d, %d)",
-                              ra, rb);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "operands must have rank >= 1 (got %d, %d)",
+                            ra, rb);
     int ba = ra >= 2 ? ra - 2 : 0, bb = rb >= 2 ? rb - 2 : 0;
     m->M = ra >= 2 ? a[ra - 2] : 1;
     m->K = a[ra - 1];
     int64_t kb = rb >= 2 ? b[rb - 2] : b[0];
     m->N = rb >= 2 ? b[rb - 1] : 1;
     if (m->K != kb)
-        return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "inner dimensions differ: A has %lld columns, "
-                              "B has %lld rows", (long long)m->K, (long long)kb);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "inner dimensions differ: A has %lld columns, "
+                            "B has %lld rows", (long long)m->K, (long long)kb);
     ipu_status_t st = ipu_op_broadcast(n, ba, a, bb, b, &m->rank, m->dims);
     if (st != IPU_OK)
         return st;
@@ -185,7 +185,7 @@ static ipu_status_t matmul_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_status_t st;
     mm_geom_t m;
     if (a == NULL || b == NULL || y == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "needs inputs A, B and output Y");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs A, B and output Y");
     if ((st = check_float(n, a, "A")) != IPU_OK || (st = check_float(n, b, "B")) != IPU_OK ||
         (st = mm_geometry(n, a->rank, a->dims, b->rank, b->dims, &m)) != IPU_OK)
         return st;

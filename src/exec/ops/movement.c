@@ -152,26 +152,34 @@ ipu_status_t ipu_mv_esize(const ipu_node_t *n, ipu_dtype_t dt, size_t *esize)
 {
     *esize = ipu_dtype_size(dt);
     if (*esize == 0)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported", ipu_dtype_name(dt));
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            ipu_dtype_name(dt));
     return IPU_OK;
+}
+
+ipu_status_t ipu_mv_data_input(const ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t **x,
+                               size_t *esize)
+{
+    ipu_status_t st = ipu_op_input(g, n, 0, x);
+    return st != IPU_OK ? st : ipu_mv_esize(n, (*x)->dtype, esize);
 }
 
 ipu_status_t ipu_mv_ints(const ipu_node_t *n, const ipu_tensor_t *t, const char *what,
                          int64_t *out, int max, int *cnt)
 {
     if (t->data == NULL)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "input %s must be a constant at inference "
-                          "(data-dependent shapes are not supported)", what);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "input %s must be a constant at inference "
+                            "(data-dependent shapes are not supported)", what);
     if (t->dtype != IPU_DTYPE_INT64 && t->dtype != IPU_DTYPE_INT32)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input %s must be int64 (or int32), not %s",
-                          what, ipu_dtype_name(t->dtype));
+        return ipu_op_error(IPU_ERR_SHAPE, n, "input %s must be int64 (or int32), not %s",
+                            what, ipu_dtype_name(t->dtype));
     if (t->rank > 1)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "input %s must be a scalar or 1-D, not rank %d",
-                          what, t->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "input %s must be a scalar or 1-D, not rank %d",
+                            what, t->rank);
     int64_t c = ipu_tensor_numel(t);
     if (c > max)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "input %s has %lld elements, at most %d "
-                          "are supported", what, (long long)c, max);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "input %s has %lld elements, at most %d "
+                            "are supported", what, (long long)c, max);
     for (int64_t i = 0; i < c; i++)
         out[i] = ipu_dtype_get_i64(t->dtype, t->data, (size_t)i);
     *cnt = (int)c;
@@ -183,7 +191,7 @@ ipu_status_t ipu_mv_input_ints(const ipu_graph_t *g, const ipu_node_t *n, int sl
 {
     const ipu_value_t *v = ipu_node_input(g, n, slot);
     if (v == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input %s is missing", what);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "input %s is missing", what);
     char name[160];
     snprintf(name, sizeof(name), "%s ('%s')", what, v->name);
     ipu_tensor_t t = ipu_value_tensor(g, n->inputs[slot]);
@@ -194,8 +202,8 @@ ipu_status_t ipu_mv_set_output(ipu_graph_t *g, const ipu_node_t *n, int slot,
                                ipu_dtype_t dt, int rank, const int64_t *dims)
 {
     if (rank > IPU_MAX_RANK)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
-                          rank, IPU_MAX_RANK);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
+                            rank, IPU_MAX_RANK);
     ipu_value_t *v = ipu_node_output(g, n, slot);
     if (v)
         ipu_value_set_shape(v, dt, rank, dims);
@@ -210,7 +218,8 @@ ipu_status_t ipu_mv_axes(const ipu_node_t *n, const int64_t *axes, int cnt, int 
         if (st != IPU_OK)
             return st;
         if (seen & (1u << out[i]))
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "axis %lld is repeated", (long long)axes[i]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "axis %lld is repeated",
+                                (long long)axes[i]);
         seen |= 1u << out[i];
     }
     return IPU_OK;

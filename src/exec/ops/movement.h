@@ -1,7 +1,7 @@
 /* Private helpers of the shape / data-movement op families (shape.c,
  * transpose.c, concat_split.c, slice.c, gather.c, expand.c, constant.c,
- * pad.c): strided byte copies, fills, reading index/shape inputs, node-named
- * errors. Not part of the op interface. */
+ * pad.c): strided byte copies, fills, reading index/shape inputs. Not part of
+ * the op interface. */
 #ifndef IPU_EXEC_OPS_MOVEMENT_H
 #define IPU_EXEC_OPS_MOVEMENT_H
 
@@ -9,10 +9,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* ipu_error() with the "node 'X' (Op): " prefix. */
-#define IPU_MV_ERR(st, n, fmt, ...) \
-    ipu_error((st), "node '%s' (%s): " fmt, (n)->name, (n)->op_type, ##__VA_ARGS__)
 
 /* A registry entry op_<Type> of the default domain. */
 #define IPU_MV_OP(type, since, until, flags, infer, scratch, run, fini) \
@@ -37,6 +33,12 @@ void ipu_mv_fill(void *dst, size_t count, const void *elem, size_t esize);
 
 /* Element size of dt, or IPU_ERR_UNSUPPORTED naming the node (string/undefined). */
 ipu_status_t ipu_mv_esize(const ipu_node_t *n, ipu_dtype_t dt, size_t *esize);
+
+/* The data input of most movement ops: *x = input 0 of n (ipu_op_input():
+ * IPU_ERR_INVALID_MODEL when absent) and *esize its element size
+ * (ipu_mv_esize()). */
+ipu_status_t ipu_mv_data_input(const ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t **x,
+                               size_t *esize);
 
 /* Read the int64/int32 scalar or 1-D tensor t (an input called `what`) into
  * out[max]; *cnt gets the element count. Errors name the node: data absent

@@ -49,10 +49,10 @@ static ipu_status_t check_channel_param(const ipu_graph_t *g, const ipu_node_t *
 {
     const ipu_value_t *v = ipu_node_input(g, n, i);
     if (v->dtype != IPU_DTYPE_FLOAT)
-        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported", i,
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported", i,
                             ipu_dtype_name(v->dtype));
     if (v->rank != 1 || v->dims[0] != c)
-        return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') must have shape [%lld]", i,
+        return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') must have shape [%lld]", i,
                             v->name, (long long)c);
     return IPU_OK;
 }
@@ -67,7 +67,7 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     if (x->dtype != IPU_DTYPE_FLOAT)
-        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
                             ipu_dtype_name(x->dtype));
     if (kind == N_LAYER) {
         int axis;
@@ -80,13 +80,13 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
             if (v == NULL)
                 continue;
             if (v->dtype != IPU_DTYPE_FLOAT)
-                return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported",
+                return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "input %d dtype %s not supported",
                                     i, ipu_dtype_name(v->dtype));
             if ((st = ipu_op_broadcast(n, x->rank - axis, x->dims + axis, v->rank, v->dims, &r,
                                        dims)) != IPU_OK)
                 return st;
             if (!ipu_shape_equal(r, dims, x->rank - axis, x->dims + axis))
-                return ipu_ew_error(IPU_ERR_SHAPE, n, "input %d ('%s') does not broadcast to "
+                return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') does not broadcast to "
                                     "the normalised shape", i, v->name);
         }
         int64_t sdims[IPU_MAX_RANK];
@@ -97,7 +97,7 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
                 ipu_value_set_shape(ipu_node_output(g, n, k), IPU_DTYPE_FLOAT, x->rank, sdims);
     } else {
         if (x->rank < 2)
-            return ipu_ew_error(IPU_ERR_SHAPE, n, "X must have rank >= 2, has %d", x->rank);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "X must have rank >= 2, has %d", x->rank);
         for (int i = 1; i < n->n_inputs; i++)
             if ((st = check_channel_param(g, n, i, x->dims[1])) != IPU_OK)
                 return st;
@@ -107,10 +107,10 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
         for (int k = 1; k < n->n_outputs; k++)
             training |= n->outputs[k] >= 0;
         if (training)
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "training mode (batch statistics, "
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "training mode (batch statistics, "
                                 "running mean/var outputs) is not supported");
         if (n->opset < 9 && ipu_attr_int(n, "spatial", 1) != 1)
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
     }
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
     return IPU_OK;

@@ -19,14 +19,12 @@ typedef struct pad_state {
 
 static ipu_status_t pad_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int64_t pads[2 * IPU_MAX_RANK], dims[IPU_MAX_RANK];
     int cnt = 0, mode;
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK)
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK)
         return st;
     const char *m = ipu_attr_string(n, "mode", "constant");
     if (strcmp(m, "constant") == 0)
@@ -36,12 +34,12 @@ static ipu_status_t pad_infer(ipu_graph_t *g, ipu_node_t *n)
     else if (strcmp(m, "edge") == 0)
         mode = PAD_EDGE;
     else
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "mode '%s' is not supported", m);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "mode '%s' is not supported", m);
     if (n->opset < 11) {
         size_t c;
         const int64_t *a = ipu_attr_ints(n, "pads", &c);
         if (a == NULL)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "attribute 'pads' is required");
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "attribute 'pads' is required");
         cnt = (int)(c <= 2 * IPU_MAX_RANK ? c : 2 * IPU_MAX_RANK + 1);
         memcpy(pads, a, (size_t)(cnt <= 2 * IPU_MAX_RANK ? cnt : 0) * sizeof(int64_t));
     } else {
@@ -49,22 +47,22 @@ static ipu_status_t pad_infer(ipu_graph_t *g, ipu_node_t *n)
         if ((st = ipu_mv_input_ints(g, n, 1, "pads", pads, 2 * IPU_MAX_RANK, &cnt)) != IPU_OK)
             return st;
         if (cv && (cv->dtype != x->dtype || ipu_shape_numel(cv->rank, cv->dims) != 1))
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "constant_value must be one %s element",
-                              ipu_dtype_name(x->dtype));
+            return ipu_op_error(IPU_ERR_SHAPE, n, "constant_value must be one %s element",
+                                ipu_dtype_name(x->dtype));
     }
     if (cnt != 2 * x->rank)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "pads has %d entries for an input of rank %d", cnt,
-                          x->rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "pads has %d entries for an input of rank %d", cnt,
+                            x->rank);
     for (int d = 0; d < x->rank; d++) {
         dims[d] = x->dims[d] + pads[d] + pads[d + x->rank];
         if (dims[d] < 0)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "pads make dimension %d negative", d);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "pads make dimension %d negative", d);
         if (mode != PAD_CONSTANT && x->dims[d] == 0 && dims[d] > 0)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot %s-pad the empty dimension %d", m, d);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "cannot %s-pad the empty dimension %d", m, d);
     }
     pad_state_t *s = malloc(sizeof(*s));
     if (s == NULL)
-        return IPU_MV_ERR(IPU_ERR_NO_MEMORY, n, "out of memory");
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     s->mode = mode;
     for (int d = 0; d < x->rank; d++) {
         s->begin[d] = pads[d];
@@ -141,7 +139,7 @@ static ipu_status_t pad_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
     const pad_state_t *s = n->state;
     const ipu_tensor_t *x = &in[0], *y = &out[0];
     if (s == NULL)
-        return IPU_MV_ERR(IPU_ERR_INTERNAL, n, "run before infer");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "run before infer");
     if (s->mode == PAD_CONSTANT)
         return pad_constant(n, s, in, out);
     int r = y->rank;
@@ -155,7 +153,7 @@ static ipu_status_t pad_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
         return IPU_OK;
     }
     if (m == NULL || ctx->scratch_bytes < pad_scratch_bytes(r, y->dims))
-        return IPU_MV_ERR(IPU_ERR_INTERNAL, n, "scratch buffer missing");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch buffer missing");
     ipu_mv_dense_strides(r, x->dims, es, xs);
     for (int d = 0; d < r; d++) { /* byte offset into x of each output index */
         map[d] = m;

@@ -49,14 +49,14 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_value_t *y = ipu_node_output(g, n, 0), *ind = ipu_node_output(g, n, 1);
     int kind = pool_kind(n), global = kind == POOL_GLOBAL_MAX || kind == POOL_GLOBAL_AVG;
     if (x == NULL || y == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "needs input X and output Y");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs input X and output Y");
     if (x->dtype != IPU_DTYPE_FLOAT)
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
-                              ipu_dtype_name(x->dtype));
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
+                            ipu_dtype_name(x->dtype));
     if (x->rank < 3 || x->rank > 5)
-        return IPU_NODE_ERROR(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
-                              "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
-                              x->rank);
+        return ipu_op_error(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
+                            "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
+                            x->rank);
     int nd = x->rank - 2;
     int64_t k[3];
     if (global) {
@@ -65,13 +65,13 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
         size_t kc;
         const int64_t *ks = ipu_attr_ints(n, "kernel_shape", &kc);
         if (ks == NULL || kc != (size_t)nd)
-            return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "kernel_shape needs %d values "
-                                  "(got %zu)", nd, kc);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "kernel_shape needs %d values "
+                                "(got %zu)", nd, kc);
         memcpy(k, ks, (size_t)nd * sizeof(int64_t));
     }
     pool_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return IPU_NODE_ERROR(IPU_ERR_NO_MEMORY, n, "out of memory");
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     s->kind = kind;
     s->include_pad = ipu_attr_int(n, "count_include_pad", 0) != 0;
     s->storage_order = (int)ipu_attr_int(n, "storage_order", 0);
@@ -82,18 +82,18 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
         for (int j = 0; j < nd; j++) {
             s->w.in[IPU_WINDOW_MAX_DIMS - nd + j] = x->dims[2 + j];
             if (x->dims[2 + j] < 1)
-                st = IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "empty spatial dimension %d", j);
+                st = ipu_op_error(IPU_ERR_SHAPE, n, "empty spatial dimension %d", j);
         }
         s->w.nd = nd;
     } else {
         st = ipu_window_init(n, nd, x->dims + 2, k, ipu_attr_int(n, "ceil_mode", 0) != 0, &s->w);
     }
     if (st == IPU_OK && ind && kind != POOL_MAX)
-        st = IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "has a second output");
+        st = ipu_op_error(IPU_ERR_INVALID_MODEL, n, "has a second output");
     if (st == IPU_OK && ind && (s->storage_order < 0 || s->storage_order > 1 ||
                                 (s->storage_order == 1 && nd > 2)))
-        st = IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "storage_order %d with %d spatial dims "
-                            "(0, or 1 for 1-D/2-D, supported)", s->storage_order, nd);
+        st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "storage_order %d with %d spatial dims "
+                          "(0, or 1 for 1-D/2-D, supported)", s->storage_order, nd);
     if (st != IPU_OK) {
         free(s);
         return st;
@@ -188,7 +188,7 @@ static ipu_status_t pool_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         return IPU_OK;
     }
     if (s->kind == POOL_AVG && ctx->scratch_bytes < (size_t)s->w.out[2] * sizeof(float))
-        return IPU_NODE_ERROR(IPU_ERR_INTERNAL, n, "scratch too small");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     for (int64_t p = 0; p < s->planes; p++) {
         const float *xp = x + p * s->isz;
         float *yp = y + p * s->osz;

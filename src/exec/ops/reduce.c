@@ -166,7 +166,7 @@ static ipu_status_t set_mask(const ipu_node_t *n, const int64_t *axes, size_t cn
         if (st != IPU_OK)
             return st;
         if (*mask & (1u << a))
-            return ipu_ew_error(IPU_ERR_INVALID_MODEL, n, "axis %lld repeated",
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "axis %lld repeated",
                                 (long long)axes[i]);
         *mask |= 1u << a;
     }
@@ -183,14 +183,14 @@ static ipu_status_t red_infer(ipu_graph_t *g, ipu_node_t *n)
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int ti = ipu_ew_type_index(x->dtype);
     if (ti < 0 || ti > 2 || op->k[ti] == NULL)
-        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
                             ipu_dtype_name(x->dtype));
     red_state_t s = {.keepdims = ipu_attr_int(n, "keepdims", 1) != 0};
     if (op->kind == R_ARG) {
         if ((st = ipu_op_axis(n, ipu_attr_int(n, "axis", 0), x->rank, &s.axis)) != IPU_OK)
             return st;
         if (x->rank == 0 || x->dims[s.axis] == 0)
-            return ipu_ew_error(IPU_ERR_SHAPE, n, "cannot take %s of an empty axis",
+            return ipu_op_error(IPU_ERR_SHAPE, n, "cannot take %s of an empty axis",
                                 n->op_type);
         s.mask = 1u << s.axis;
         s.last = ipu_attr_int(n, "select_last_index", 0) != 0;
@@ -200,10 +200,10 @@ static ipu_status_t red_infer(ipu_graph_t *g, ipu_node_t *n)
         if (from_input) {
             const ipu_value_t *a = ipu_node_input(g, n, 1);
             if (a && a->data == NULL)
-                return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "axes input '%s' is computed at run "
+                return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "axes input '%s' is computed at run "
                                     "time (data-dependent shapes are not supported)", a->name);
             if (a && a->dtype != IPU_DTYPE_INT64)
-                return ipu_ew_error(IPU_ERR_SHAPE, n, "axes must be int64");
+                return ipu_op_error(IPU_ERR_SHAPE, n, "axes must be int64");
             if (a) {
                 axes = a->data;
                 cnt = (size_t)ipu_shape_numel(a->rank, a->dims);
@@ -227,7 +227,7 @@ static ipu_status_t red_infer(ipu_graph_t *g, ipu_node_t *n)
     }
     red_state_t *p = malloc(sizeof(*p));
     if (p == NULL)
-        return ipu_ew_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     *p = s;
     n->state = p;
     ipu_value_set_shape(ipu_node_output(g, n, 0), op->kind == R_ARG ? IPU_DTYPE_INT64 : x->dtype,
@@ -326,7 +326,7 @@ static ipu_status_t red_gather(const ipu_node_t *n, const red_plan_t *p, red_fn 
         }
     }
     if (ctx->scratch_bytes < (size_t)R * esz)
-        return ipu_ew_error(IPU_ERR_INTERNAL, n, "scratch too small");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     const char *xb = x->data;
     char *buf = ctx->scratch;
     int64_t kidx[IPU_MAX_RANK] = {0}, koff = 0;

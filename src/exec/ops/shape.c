@@ -22,15 +22,6 @@ static ipu_status_t view_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-static ipu_status_t need_input(const ipu_graph_t *g, const ipu_node_t *n, int slot,
-                               const ipu_value_t **v)
-{
-    *v = ipu_node_input(g, n, slot);
-    if (*v == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input %d is missing", slot);
-    return IPU_OK;
-}
-
 /* --- Shape, Size ---------------------------------------------------------- */
 
 /* Shape-15's [start, end) of the dimensions, clamped as the spec says. */
@@ -54,7 +45,7 @@ static void shape_range(const ipu_node_t *n, int rank, int *start, int *end)
 static ipu_status_t shape_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int start, end;
@@ -76,7 +67,7 @@ static ipu_status_t shape_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
 static ipu_status_t size_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int64_t numel = ipu_shape_numel(x->rank, x->dims);
@@ -96,7 +87,7 @@ static ipu_status_t size_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 static ipu_status_t reshape_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int64_t dims[IPU_MAX_RANK];
@@ -108,34 +99,35 @@ static ipu_status_t reshape_infer(ipu_graph_t *g, ipu_node_t *n)
     for (int i = 0; i < r; i++) {
         if (dims[i] == -1) {
             if (infer_at >= 0)
-                return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "shape has more than one -1");
+                return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "shape has more than one -1");
             infer_at = i;
             continue;
         }
         if (dims[i] == 0 && !allowzero) {
             if (i >= x->rank)
-                return IPU_MV_ERR(IPU_ERR_SHAPE, n, "shape[%d] = 0 copies a dimension the "
-                                  "rank-%d input does not have", i, x->rank);
+                return ipu_op_error(IPU_ERR_SHAPE, n, "shape[%d] = 0 copies a dimension the "
+                                    "rank-%d input does not have", i, x->rank);
             dims[i] = x->dims[i];
         }
         if (dims[i] < 0)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "shape[%d] = %lld is invalid",
-                              i, (long long)dims[i]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "shape[%d] = %lld is invalid",
+                                i, (long long)dims[i]);
         known *= dims[i];
     }
     if (infer_at >= 0) {
         if (known == 0 || numel % known != 0)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot infer the -1 in the shape: %lld "
-                              "elements do not divide by %lld", (long long)numel, (long long)known);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "cannot infer the -1 in the shape: %lld "
+                                "elements do not divide by %lld", (long long)numel,
+                                (long long)known);
         dims[infer_at] = numel / known;
         known = numel;
     }
     if (known != numel) {
         char buf[96];
         ipu_tensor_t t = ipu_value_tensor(g, n->inputs[0]);
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot reshape %s (%lld elements) to %lld elements",
-                          ipu_tensor_describe(&t, buf, sizeof(buf)), (long long)numel,
-                          (long long)known);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "cannot reshape %s (%lld elements) to %lld elements",
+                            ipu_tensor_describe(&t, buf, sizeof(buf)), (long long)numel,
+                            (long long)known);
     }
     return ipu_mv_set_output(g, n, 0, x->dtype, r, dims);
 }
@@ -145,13 +137,13 @@ static ipu_status_t reshape_infer(ipu_graph_t *g, ipu_node_t *n)
 static ipu_status_t flatten_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int64_t axis = ipu_attr_int(n, "axis", 1);
     if (axis < -x->rank || axis > x->rank)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "axis %lld out of range for rank %d",
-                          (long long)axis, x->rank);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "axis %lld out of range for rank %d",
+                            (long long)axis, x->rank);
     if (axis < 0)
         axis += x->rank;
     int64_t dims[2] = {ipu_shape_numel((int)axis, x->dims),
@@ -174,8 +166,8 @@ static ipu_status_t read_axes(const ipu_graph_t *g, const ipu_node_t *n, int64_t
         if (a == NULL)
             return IPU_OK;
         if (c > IPU_MAX_RANK)
-            return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "%zu axes: at most %d supported",
-                              c, IPU_MAX_RANK);
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%zu axes: at most %d supported",
+                                c, IPU_MAX_RANK);
         memcpy(axes, a, c * sizeof(int64_t));
         *cnt = (int)c;
         *given = 1;
@@ -190,7 +182,7 @@ static ipu_status_t read_axes(const ipu_graph_t *g, const ipu_node_t *n, int64_t
 static ipu_status_t squeeze_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int64_t axes[IPU_MAX_RANK], dims[IPU_MAX_RANK];
@@ -201,8 +193,8 @@ static ipu_status_t squeeze_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     for (int i = 0; i < cnt; i++) {
         if (x->dims[ax[i]] != 1)
-            return IPU_MV_ERR(IPU_ERR_SHAPE, n, "cannot squeeze axis %lld of size %lld",
-                              (long long)axes[i], (long long)x->dims[ax[i]]);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "cannot squeeze axis %lld of size %lld",
+                                (long long)axes[i], (long long)x->dims[ax[i]]);
         drop |= 1u << ax[i];
     }
     for (int i = 0; i < x->rank; i++)
@@ -214,7 +206,7 @@ static ipu_status_t squeeze_infer(ipu_graph_t *g, ipu_node_t *n)
 static ipu_status_t unsqueeze_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     const ipu_value_t *x;
-    ipu_status_t st = need_input(g, n, 0, &x);
+    ipu_status_t st = ipu_op_input(g, n, 0, &x);
     if (st != IPU_OK)
         return st;
     int64_t axes[IPU_MAX_RANK], dims[IPU_MAX_RANK];
@@ -223,11 +215,11 @@ static ipu_status_t unsqueeze_infer(ipu_graph_t *g, ipu_node_t *n)
     if ((st = read_axes(g, n, axes, &cnt, &given)) != IPU_OK)
         return st;
     if (!given)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "axes are required");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "axes are required");
     int r = x->rank + cnt;
     if (r > IPU_MAX_RANK)
-        return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
-                          r, IPU_MAX_RANK);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "output rank %d exceeds the supported %d",
+                            r, IPU_MAX_RANK);
     if ((st = ipu_mv_axes(n, axes, cnt, r, ax)) != IPU_OK)
         return st;
     for (int i = 0; i < cnt; i++)

@@ -27,8 +27,8 @@ static ipu_status_t read_params(const ipu_graph_t *g, const ipu_node_t *n, int64
             if (a == NULL)
                 continue;
             if (c > IPU_MAX_RANK)
-                return IPU_MV_ERR(IPU_ERR_UNSUPPORTED, n, "'%s' has %zu entries, at most %d "
-                                  "supported", names[k], c, IPU_MAX_RANK);
+                return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "'%s' has %zu entries, at most %d "
+                                    "supported", names[k], c, IPU_MAX_RANK);
             for (size_t i = 0; i < c; i++)
                 p[k][i] = a[i];
             cnt[k] = (int)c;
@@ -38,11 +38,11 @@ static ipu_status_t read_params(const ipu_graph_t *g, const ipu_node_t *n, int64
         }
     }
     if (cnt[0] < 0 || cnt[1] < 0)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "'starts' and 'ends' are required");
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "'starts' and 'ends' are required");
     for (int k = 1; k < 4; k++)
         if (cnt[k] >= 0 && cnt[k] != cnt[0])
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "'%s' has %d entries, 'starts' has %d",
-                              names[k], cnt[k], cnt[0]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "'%s' has %d entries, 'starts' has %d",
+                                names[k], cnt[k], cnt[0]);
     return IPU_OK;
 }
 
@@ -53,19 +53,17 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 
 static ipu_status_t slice_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int64_t p[4][IPU_MAX_RANK], dims[IPU_MAX_RANK];
     int cnt[4], ax[IPU_MAX_RANK];
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK ||
         (st = read_params(g, n, p, cnt)) != IPU_OK)
         return st;
     if (cnt[2] < 0) { /* default axes 0 .. len-1 */
         if (cnt[0] > x->rank)
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "%d starts for rank %d", cnt[0], x->rank);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "%d starts for rank %d", cnt[0], x->rank);
         for (int i = 0; i < cnt[0]; i++)
             p[2][i] = i;
     }
@@ -73,7 +71,7 @@ static ipu_status_t slice_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     slice_state_t *s = malloc(sizeof(*s));
     if (s == NULL)
-        return IPU_MV_ERR(IPU_ERR_NO_MEMORY, n, "out of memory");
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     for (int d = 0; d < x->rank; d++) {
         s->start[d] = 0;
         s->step[d] = 1;
@@ -85,7 +83,7 @@ static ipu_status_t slice_infer(ipu_graph_t *g, ipu_node_t *n)
         int64_t step = cnt[3] >= 0 ? p[3][i] : 1;
         if (step == 0) {
             free(s);
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "step of axis %d is 0", d);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "step of axis %d is 0", d);
         }
         if (start < 0)
             start += dim;
@@ -114,7 +112,7 @@ static ipu_status_t slice_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
     size_t es = ipu_dtype_size(in[0].dtype);
     int64_t istr[IPU_MAX_RANK], sstr[IPU_MAX_RANK], dstr[IPU_MAX_RANK];
     if (s == NULL)
-        return IPU_MV_ERR(IPU_ERR_INTERNAL, n, "run before infer");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "run before infer");
     if (ipu_tensor_numel(&out[0]) == 0)
         return IPU_OK;
     ipu_mv_dense_strides(in[0].rank, in[0].dims, es, istr);

@@ -47,7 +47,7 @@ static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     if (x->dtype != IPU_DTYPE_FLOAT)
-        return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
                             ipu_dtype_name(x->dtype));
     if ((st = sm_axis(n, x->rank, &axis)) != IPU_OK)
         return st;
@@ -121,7 +121,7 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     float *y = out[0].data;
     int log = SM_OP(n)->log;
     if (inner > 1 && ctx->scratch_bytes < 2 * sizeof(float) * (size_t)inner)
-        return ipu_ew_error(IPU_ERR_INTERNAL, n, "scratch too small");
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     for (int64_t o = 0; o < outer; o++) {
         if (inner == 1)
             sm_row(y + o * len, x + o * len, len, log);

@@ -17,12 +17,12 @@ static ipu_status_t get_perm(const ipu_node_t *n, int rank, int *perm)
         return IPU_OK;
     }
     if ((int)cnt != rank)
-        return IPU_MV_ERR(IPU_ERR_SHAPE, n, "perm has %zu entries for an input of rank %d",
-                          cnt, rank);
+        return ipu_op_error(IPU_ERR_SHAPE, n, "perm has %zu entries for an input of rank %d",
+                            cnt, rank);
     for (int i = 0; i < rank; i++) {
         if (p[i] < 0 || p[i] >= rank || (seen & (1u << p[i])))
-            return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "perm is not a permutation of 0..%d",
-                              rank - 1);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "perm is not a permutation of 0..%d",
+                                rank - 1);
         seen |= 1u << p[i];
         perm[i] = (int)p[i];
     }
@@ -31,14 +31,12 @@ static ipu_status_t get_perm(const ipu_node_t *n, int rank, int *perm)
 
 static ipu_status_t transpose_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    const ipu_value_t *x;
     int perm[IPU_MAX_RANK];
     int64_t dims[IPU_MAX_RANK];
     size_t es;
     ipu_status_t st;
-    if (x == NULL)
-        return IPU_MV_ERR(IPU_ERR_INVALID_MODEL, n, "input 0 is missing");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
+    if ((st = ipu_mv_data_input(g, n, &x, &es)) != IPU_OK ||
         (st = get_perm(n, x->rank, perm)) != IPU_OK)
         return st;
     for (int i = 0; i < x->rank; i++)

@@ -112,14 +112,14 @@ static ipu_status_t un_infer(ipu_graph_t *g, ipu_node_t *n)
     int ti = ipu_ew_type_index(x->dtype);
     if (u->kind == U_MAP || u->kind == U_CLIP6 || u->kind == U_CLIP11) {
         if (ti < 0 || u->k[ti] == NULL)
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s not supported",
                                 ipu_dtype_name(x->dtype));
     }
     if (u->kind == U_CLIP11)
         for (int i = 1; i < n->n_inputs; i++) {
             const ipu_value_t *b = ipu_node_input(g, n, i);
             if (b && (ipu_shape_numel(b->rank, b->dims) != 1 || b->dtype != x->dtype))
-                return ipu_ew_error(IPU_ERR_SHAPE, n, "%s must be a %s scalar",
+                return ipu_op_error(IPU_ERR_SHAPE, n, "%s must be a %s scalar",
                                     i == 1 ? "min" : "max", ipu_dtype_name(x->dtype));
         }
     if (u->kind == U_PRELU) {
@@ -127,18 +127,18 @@ static ipu_status_t un_infer(ipu_graph_t *g, ipu_node_t *n)
         int r;
         int64_t dims[IPU_MAX_RANK];
         if (x->dtype != IPU_DTYPE_FLOAT || s->dtype != IPU_DTYPE_FLOAT)
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "dtypes %s, %s not supported",
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtypes %s, %s not supported",
                                 ipu_dtype_name(x->dtype), ipu_dtype_name(s->dtype));
         if ((st = ipu_op_broadcast(n, x->rank, x->dims, s->rank, s->dims, &r, dims)) != IPU_OK)
             return st;
         if (!ipu_shape_equal(r, dims, x->rank, x->dims))
-            return ipu_ew_error(IPU_ERR_SHAPE, n, "slope does not broadcast to X's shape");
+            return ipu_op_error(IPU_ERR_SHAPE, n, "slope does not broadcast to X's shape");
     }
     if (u->kind == U_DROPOUT) {
         const ipu_value_t *tm = ipu_node_input(g, n, 2);
         if (ipu_attr_int(n, "training_mode", 0) != 0 ||
             (tm && tm->data && tm->dtype == IPU_DTYPE_BOOL && *(const uint8_t *)tm->data))
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "training mode is not supported");
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "training mode is not supported");
         ipu_value_t *mask = ipu_node_output(g, n, 1);
         if (mask)
             ipu_value_set_shape(mask, IPU_DTYPE_BOOL, x->rank, x->dims);
@@ -164,7 +164,7 @@ static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     switch (u->kind) {
     case U_DROPOUT:
         if (n->n_inputs > 2 && in[2].data && *(const uint8_t *)in[2].data)
-            return ipu_ew_error(IPU_ERR_UNSUPPORTED, n, "training mode is not supported");
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "training mode is not supported");
         if (n->n_outputs > 1 && out[1].data)
             memset(out[1].data, 1, (size_t)cnt);
         /* fall through */

@@ -16,12 +16,12 @@ static ipu_status_t read_ints(const ipu_node_t *n, const char *name, size_t want
     if (v == NULL)
         return IPU_OK;
     if (cnt != want)
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "attribute %s has %zu values, "
-                              "expected %zu", name, cnt, want);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "attribute %s has %zu values, "
+                            "expected %zu", name, cnt, want);
     for (size_t i = 0; i < want; i++) {
         if (v[i] < min)
-            return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "attribute %s[%zu] = %lld, "
-                                  "must be >= %lld", name, i, (long long)v[i], (long long)min);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "attribute %s[%zu] = %lld, "
+                                "must be >= %lld", name, i, (long long)v[i], (long long)min);
         dst[i] = v[i];
     }
     return IPU_OK;
@@ -33,8 +33,8 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
     int64_t s[3], d[3], pads[6];
     ipu_status_t st;
     if (nd < 1 || nd > IPU_WINDOW_MAX_DIMS)
-        return IPU_NODE_ERROR(IPU_ERR_UNSUPPORTED, n, "%d spatial dimensions (1 to 3 supported)",
-                              nd);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dimensions (1 to 3 supported)",
+                            nd);
     if ((st = read_ints(n, "strides", (size_t)nd, 1, 1, s)) != IPU_OK ||
         (st = read_ints(n, "dilations", (size_t)nd, 1, 1, d)) != IPU_OK ||
         (st = read_ints(n, "pads", 2 * (size_t)nd, 0, 0, pads)) != IPU_OK)
@@ -50,7 +50,7 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
     else if (strcmp(ap, "VALID") == 0)
         mode = 3;
     else
-        return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "unknown auto_pad '%s'", ap);
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown auto_pad '%s'", ap);
 
     int off = IPU_WINDOW_MAX_DIMS - nd;
     w->nd = nd;
@@ -61,8 +61,8 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
     for (int j = 0; j < nd; j++) {
         int i = off + j;
         if (k[j] < 1)
-            return IPU_NODE_ERROR(IPU_ERR_INVALID_MODEL, n, "kernel dimension %d is %lld", j,
-                                  (long long)k[j]);
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "kernel dimension %d is %lld", j,
+                                (long long)k[j]);
         w->in[i] = in[j];
         w->k[i] = k[j];
         w->s[i] = s[j];
@@ -83,11 +83,11 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
             }
             int64_t span = in[j] + w->pb[i] + w->pe[i] - eff;
             if (span < 0)
-                return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "window %lld (kernel %lld, dilation "
-                                      "%lld) is larger than spatial dimension %d of size %lld "
-                                      "plus padding %lld+%lld", (long long)eff, (long long)k[j],
-                                      (long long)d[j], j, (long long)in[j],
-                                      (long long)w->pb[i], (long long)w->pe[i]);
+                return ipu_op_error(IPU_ERR_SHAPE, n, "window %lld (kernel %lld, dilation "
+                                    "%lld) is larger than spatial dimension %d of size %lld "
+                                    "plus padding %lld+%lld", (long long)eff, (long long)k[j],
+                                    (long long)d[j], j, (long long)in[j],
+                                    (long long)w->pb[i], (long long)w->pe[i]);
             int64_t o = (ceil_mode ? span + s[j] - 1 : span) / s[j] + 1;
             /* the last window must start inside the input or the leading padding */
             if (ceil_mode && (o - 1) * s[j] >= in[j] + w->pb[i])
@@ -95,8 +95,8 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
             w->out[i] = o;
         }
         if (w->out[i] < 1 || in[j] < 1)
-            return IPU_NODE_ERROR(IPU_ERR_SHAPE, n, "empty output along spatial dimension %d "
-                                  "(input %lld)", j, (long long)in[j]);
+            return ipu_op_error(IPU_ERR_SHAPE, n, "empty output along spatial dimension %d "
+                                "(input %lld)", j, (long long)in[j]);
     }
     return IPU_OK;
 }

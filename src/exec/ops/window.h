@@ -24,10 +24,6 @@ typedef struct ipu_window {
     int64_t out[3];    /* output sizes */
 } ipu_window_t;
 
-/* "node 'X' (Op): ..." errors */
-#define IPU_NODE_ERROR(st, n, fmt, ...) \
-    ipu_error((st), "node '%s' (%s): " fmt, (n)->name, (n)->op_type, ##__VA_ARGS__)
-
 /* Fill w from node n's strides, dilations, pads and auto_pad attributes for
  * nd spatial dims of sizes in[nd] and the kernel k[nd]. ceil_mode rounds the
  * output size up as ONNX pools do (a window that would start in the end
