@@ -1,9 +1,10 @@
 /* Helpers for op implementations (declared in graph/op.h): errors that name
- * the node, required inputs, axes and NumPy broadcasting. */
+ * the node, required inputs, freeing op state, axes and NumPy broadcasting. */
 #include "graph/op.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 ipu_status_t ipu_op_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
 {
@@ -22,6 +23,12 @@ ipu_status_t ipu_op_input(const ipu_graph_t *g, const ipu_node_t *n, int i,
     if (*v == NULL)
         return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "input %d is missing", i);
     return IPU_OK;
+}
+
+void ipu_op_free_state(ipu_node_t *n)
+{
+    free(n->state);
+    n->state = NULL;
 }
 
 ipu_status_t ipu_op_axis(const ipu_node_t *n, int64_t axis, int rank, int *out)

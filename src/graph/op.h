@@ -86,6 +86,10 @@ ipu_status_t ipu_op_error(ipu_status_t st, const ipu_node_t *n, const char *fmt,
 ipu_status_t ipu_op_input(const ipu_graph_t *g, const ipu_node_t *n, int i,
                           const ipu_value_t **v);
 
+/* fini() of an op whose n->state is one malloc'd block (or NULL): frees it
+ * and sets n->state to NULL. */
+void ipu_op_free_state(ipu_node_t *n);
+
 /* Normalise a possibly negative axis for a tensor of rank r into [0, r);
  * returns IPU_ERR_INVALID_MODEL (message names the node) when out of range. */
 ipu_status_t ipu_op_axis(const ipu_node_t *n, int64_t axis, int rank, int *out);

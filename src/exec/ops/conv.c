@@ -250,15 +250,9 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-static void conv_fini(ipu_node_t *n)
-{
-    free(n->state);
-    n->state = NULL;
-}
-
 static const ipu_op_t conv_op = {
     .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
-    .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .fini = conv_fini,
+    .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .fini = ipu_op_free_state,
 };
 
 const ipu_op_t *const ipu_ops_conv[] = {&conv_op, NULL};

@@ -8,11 +8,22 @@
 
 #include <string.h>
 
-static ipu_status_t check_indices_dtype(const ipu_node_t *n, const ipu_value_t *idx)
+/* The data (*x, of any fixed-size dtype) and indices (*idx, int64 or int32)
+ * inputs of both ops. */
+static ipu_status_t get_inputs(const ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t **x,
+                               const ipu_value_t **idx)
 {
-    if (idx->dtype != IPU_DTYPE_INT64 && idx->dtype != IPU_DTYPE_INT32)
+    size_t es;
+    ipu_status_t st;
+    *x = ipu_node_input(g, n, 0);
+    *idx = ipu_node_input(g, n, 1);
+    if (*x == NULL || *idx == NULL)
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
+    if ((st = ipu_mv_esize(n, (*x)->dtype, &es)) != IPU_OK)
+        return st;
+    if ((*idx)->dtype != IPU_DTYPE_INT64 && (*idx)->dtype != IPU_DTYPE_INT32)
         return ipu_op_error(IPU_ERR_SHAPE, n, "indices '%s' must be int64 or int32, not %s",
-                            idx->name, ipu_dtype_name(idx->dtype));
+                            (*idx)->name, ipu_dtype_name((*idx)->dtype));
     return IPU_OK;
 }
 
@@ -34,15 +45,11 @@ static ipu_status_t get_index(const ipu_node_t *n, const ipu_tensor_t *idx, int6
 
 static ipu_status_t gather_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0), *idx = ipu_node_input(g, n, 1);
+    const ipu_value_t *x, *idx;
     int64_t dims[IPU_MAX_RANK];
     int axis, r = 0;
-    size_t es;
-    ipu_status_t st;
-    if (x == NULL || idx == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
-        (st = check_indices_dtype(n, idx)) != IPU_OK)
+    ipu_status_t st = get_inputs(g, n, &x, &idx);
+    if (st != IPU_OK)
         return st;
     if (x->rank == 0)
         return ipu_op_error(IPU_ERR_SHAPE, n, "cannot gather from a scalar");
@@ -91,14 +98,10 @@ static ipu_status_t gather_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 
 static ipu_status_t gather_elements_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0), *idx = ipu_node_input(g, n, 1);
+    const ipu_value_t *x, *idx;
     int axis;
-    size_t es;
-    ipu_status_t st;
-    if (x == NULL || idx == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs data and indices inputs");
-    if ((st = ipu_mv_esize(n, x->dtype, &es)) != IPU_OK ||
-        (st = check_indices_dtype(n, idx)) != IPU_OK)
+    ipu_status_t st = get_inputs(g, n, &x, &idx);
+    if (st != IPU_OK)
         return st;
     if (x->rank == 0 || idx->rank != x->rank)
         return ipu_op_error(IPU_ERR_SHAPE, n, "indices rank %d must equal data rank %d (>= 1)",

@@ -181,12 +181,6 @@ static ipu_status_t pad_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
     }
 }
 
-static void pad_fini(ipu_node_t *n)
-{
-    free(n->state);
-    n->state = NULL;
-}
-
-IPU_MV_OP(Pad, 2, 17, 0, pad_infer, pad_scratch, pad_run, pad_fini)
+IPU_MV_OP(Pad, 2, 17, 0, pad_infer, pad_scratch, pad_run, ipu_op_free_state)
 
 const ipu_op_t *const ipu_ops_pad[] = {&op_Pad, NULL};

@@ -213,16 +213,11 @@ static ipu_status_t pool_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-static void pool_fini(ipu_node_t *n)
-{
-    free(n->state);
-    n->state = NULL;
-}
-
 #define POOL_OP(var, name, since)                                                    \
     static const ipu_op_t var = {                                                   \
         .domain = "", .op_type = name, .since_version = since, .until_version = 21, \
-        .infer = pool_infer, .scratch = pool_scratch, .run = pool_run, .fini = pool_fini, \
+        .infer = pool_infer, .scratch = pool_scratch, .run = pool_run,              \
+        .fini = ipu_op_free_state,                                                  \
     }
 POOL_OP(maxpool_op, "MaxPool", 1);
 POOL_OP(avgpool_op, "AveragePool", 1);

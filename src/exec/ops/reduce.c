@@ -235,12 +235,6 @@ static ipu_status_t red_infer(ipu_graph_t *g, ipu_node_t *n)
     return IPU_OK;
 }
 
-static void red_fini(ipu_node_t *n)
-{
-    free(n->state);
-    n->state = NULL;
-}
-
 /* ---- run ----------------------------------------------------------------- */
 
 /* The input's dims merged into runs of reduced / kept axes (size-1 axes
@@ -383,8 +377,8 @@ static ipu_status_t red_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
 }
 
 #define ENTRY(NAME, KIND, AXES_INPUT, ...)                                                  \
-    {{"", NAME, 1, 17, 0, red_infer, red_scratch, red_run, red_fini}, KIND, AXES_INPUT,     \
-     {__VA_ARGS__}}
+    {{"", NAME, 1, 17, 0, red_infer, red_scratch, red_run, ipu_op_free_state}, KIND,       \
+     AXES_INPUT, {__VA_ARGS__}}
 #define K3(p) p##_f32, p##_i64, p##_i32
 
 static const red_op_t ops[] = {

@@ -126,12 +126,6 @@ static ipu_status_t slice_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
     return IPU_OK;
 }
 
-static void slice_fini(ipu_node_t *n)
-{
-    free(n->state);
-    n->state = NULL;
-}
-
-IPU_MV_OP(Slice, 1, 17, 0, slice_infer, NULL, slice_run, slice_fini)
+IPU_MV_OP(Slice, 1, 17, 0, slice_infer, NULL, slice_run, ipu_op_free_state)
 
 const ipu_op_t *const ipu_ops_slice[] = {&op_Slice, NULL};
