@@ -8,7 +8,9 @@
 
 ipu_status_t ipu_op_error(ipu_status_t st, const ipu_node_t *n, const char *fmt, ...)
 {
-    char msg[1024]; /* ipu_error() keeps 1023 characters: this is never the limit */
+    /* as long as ipu_error()'s own buffer: a long message is cut where one
+     * ipu_error() call with the prefix in its format would cut it */
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
