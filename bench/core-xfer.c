@@ -3,10 +3,10 @@
  * Two processes pinned to two cores take turns: the first writes a buffer
  * (default 256 KiB, libgcl's staging segment), the second reads it all, and
  * so on; printed is the buffer size over the time of one turn (GB/s), once
- * per half second. On the project's VM it reads 7-10 GB/s while the two
- * vCPUs share a cache and about 3 GB/s while they do not, which moves
- * libgcl's shm collectives by up to 7x (docs/libgcl.md, "Measured here"):
- * run it next to a benchmark to know which state the numbers come from.
+ * per half second. On a VM whose vCPUs now share a cache and now do not,
+ * this rate changes several-fold and libgcl's shm collectives with it
+ * (bench/results/gcl-allreduce.md): run it next to a benchmark to know
+ * which state the numbers come from.
  * Then it times the smallest exchange there is: each process writes 8 bytes
  * and a counter into its own cache line and waits for the other's (what a
  * 2-member allreduce of up to 16 bytes costs at least, in libgcl's one-shot

@@ -14,10 +14,10 @@
 #
 # BENCH_LAUNCHES=L runs each configuration as L separate mpirun launches and
 # prints, per size, the median over the launches of every column (the ratio
-# then is the median libgcl busbw over the median MPI busbw). On this VM a
-# launch can land in a state in which cross-core copies run up to 3x slower
-# for its whole life (docs/libgcl.md, "Measured here"); one launch then
-# speaks for that state only.
+# then is the median libgcl busbw over the median MPI busbw). On a VM a
+# launch can land in a state in which cross-core copies run several times
+# slower for its whole life (bench/results/gcl-allreduce.md); one launch
+# then speaks for that state only.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=$(cd "${top_builddir:-$here/..}" && pwd)

@@ -7,7 +7,7 @@
 #     progress deadline) and say "lost rank 1" / name rank 1.
 #  3. the same on 4 ranks with rank 0 killed: ranks 2 and 3 have no link to
 #     it, and rank 2's neighbour (rank 1) stops when it finds rank 0 gone;
-#     every survivor must still name rank 0 (exec/lost.h), not the rank
+#     every survivor must still name rank 0 (transport/lost.h), not the rank
 #     that stopped.
 #  4. the same as 2 with --transport mpi (no peer failure from MPI: the
 #     survivors ping the ranks they wait on and must still name rank 1).
