@@ -1,7 +1,7 @@
 /* ipu-exec: run an ONNX model on (simulated) IPUs. The command line is thin:
  * it parses options and calls the library (exec/session.h). */
 #include "cli/cli.h"
-#include "exec/watchdog.h"
+#include "pipeline/fault.h"
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
@@ -328,17 +328,6 @@ static int parse(int argc, char **argv, cli_opts_t *o)
     return -1;
 }
 
-/* IPU_EXEC_ABORT_GRACE: seconds a rank that lost a peer waits before it
- * exits (default 10). */
-static int cli_abort_grace_s(void)
-{
-    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
-    int v = 10;
-    if (e && cli_parse_int(e, 0, &v) != 0)
-        v = 10;
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     /* weights and activations of 4 MiB and more get pages of their own,
@@ -384,15 +373,8 @@ int main(int argc, char **argv)
     if (mpi) {
         /* the others may wait on this rank: leave now with the error; the
          * launcher ends the job (MPI_Abort can hang on an unreachable host) */
-        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together) {
-            fflush(stderr);
-            /* A lost peer: give the launcher a moment to notice the lost host
-             * itself and end the job (mpirun stops handling a lost host once
-             * a rank has exited, and would wait for it) */
-            int grace = st == IPU_ERR_TRANSPORT ? cli_abort_grace_s() : 0; /* a timeout waited already */
-            usleep(500 * 1000 + (useconds_t)grace * 1000000u);
-            _exit(code);
-        }
+        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together)
+            ipu_fault_exit(st, code); /* after the grace for a lost peer */
         if (size > 1) /* a rank that died now would hold MPI_Finalize for ever */
             ipu_watchdog_arm(o.timeout_s, rank, "MPI_Finalize");
         MPI_Finalize();

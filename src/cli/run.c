@@ -6,9 +6,9 @@
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
-#include "exec/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "exec/binding.h"
-#include "exec/watchdog.h"
+#include "pipeline/fault.h"
 #include "graph/load.h"
 
 #include <math.h>
