@@ -7,13 +7,13 @@
 #     progress deadline) and say "lost rank 1" / name rank 1.
 #  3. the same on 4 ranks with rank 0 killed: ranks 2 and 3 have no link to
 #     it, and rank 2's neighbour (rank 1) stops when it finds rank 0 gone;
-#     every survivor must still name rank 0 (exec/lost.h), not the rank
+#     every survivor must still name rank 0 (transport/lost.h), not the rank
 #     that stopped.
 #  4. the same as 2 with --transport mpi (no peer failure from MPI: the
 #     survivors ping the ranks they wait on and must still name rank 1).
 #  5. a rank that stops during set-up (SIGSTOP once it has opened the
 #     model, before the run starts): the others must not wait in a
-#     collective for ever but name it (exec/agree.h) within --timeout.
+#     collective for ever but name it (pipeline/fault.h) within --timeout.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
