@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#define CLI_PROG "ipu-exec"
+
 /* Options of a run. */
 typedef struct cli_opts {
     const char *model, *inputs, *output_dir;
@@ -23,6 +25,11 @@ typedef struct cli_opts {
     int batches_set;       /* --batches given (else one per replica) */
     int micro_batch_set;   /* --micro-batch given */
 } cli_opts_t;
+
+/* Parse the run's command line into o (defaults set by the caller; see
+ * options.c for --help). Returns -1 to go on, else the exit code (0 after
+ * --help, --version, --list-ops; 2 after a usage error, printed once). */
+int cli_parse_options(int argc, char **argv, cli_opts_t *o);
 
 /* One model on one IPU of this process (bare or mpirun -np 1). */
 ipu_status_t cli_run_single(const cli_opts_t *o);

@@ -1,343 +1,16 @@
 /* ipu-exec: run an ONNX model on (simulated) IPUs. The command line is thin:
- * it parses options and calls the library (exec/session.h). */
+ * main() picks the command (run, plan, info), joins the MPI job, calls the
+ * library (exec/session.h, pipeline/pipeline.h) through cli/run.c and exits
+ * with the status's code. */
 #include "cli/cli.h"
-#include "exec/watchdog.h"
-#include "cli/io.h"
 #include "common/log.h"
-#include "exec/ops/registry.h"
-#include "graph/load.h"
+#include "pipeline/fault.h"
 
-#include <getopt.h>
-#include <libgen.h>
 #include <malloc.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define PROG "ipu-exec"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: " PROG " MODEL.onnx [OPTIONS]\n"
-"       " PROG " plan MODEL.onnx [--stages S] [--write FILE]   (see plan --help)\n"
-"       " PROG " info [--ipus-per-rank K]   (under mpirun: where each rank and IPU runs)\n"
-"Run an ONNX model on simulated IPUs (CPU backend, an IPU Model) and report\n"
-"latency and throughput.\n"
-"\n"
-"Inputs and outputs:\n"
-"  --inputs DIR        read input_N.pb (onnx.TensorProto) or input_N.npy from DIR\n"
-"                      (an ONNX test-data directory); default: seeded synthetic\n"
-"                      inputs of the model's shapes (symbolic dimensions = 1)\n"
-"  --seed N            seed of the synthetic inputs (default 0); micro-batch M\n"
-"                      uses seed N+M\n"
-"  --micro-batch M     samples per micro-batch: the size of symbolic batch\n"
-"                      dimensions of synthetic inputs (default 1); a model\n"
-"                      whose batch dimension is fixed takes only that size\n"
-"  --output-dir DIR    write the outputs as DIR/output_N.pb, or with --batches\n"
-"                      > 1 as DIR/test_data_set_M/output_N.pb per micro-batch M\n"
-"  --check             compare the outputs with output_N.pb in the --inputs DIR\n"
-"                      (numpy.allclose); exit 1 and print the worst element on\n"
-"                      a mismatch. Without --inputs: test_data_set_0/ next to\n"
-"                      the model (the ONNX test-data layout), if there is one\n"
-"  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
-"\n"
-"Execution:\n"
-"  --batches N         micro-batches to run (default: one per replica, so 1\n"
-"                      without --replicas); on one IPU latency is the\n"
-"                      median/min of these runs\n"
-"  --warmup N          untimed runs before them (per replica in a pipeline;\n"
-"                      default 1 when N > 1, else 0)\n"
-"  --threads T         threads per IPU for the kernels (default 1)\n"
-"  --profile           time every node; print the op types and nodes that take\n"
-"                      the most time\n"
-"  --ipu-memory SIZE   IPU memory capacity, e.g. 900M, 2G (default 900M, an\n"
-"                      IPU Mk2); a model that does not fit is an error\n"
-"\n"
-"Pipeline (under mpirun: world = replicas x ranks per replica):\n"
-"  --replicas R        data-parallel copies of the pipeline (default 1); micro-\n"
-"                      batch M goes to replica M %% R\n"
-"  --ipus-per-rank K   IPUs owned by each rank (default 1): stages = ranks per\n"
-"                      replica x K, stage s on rank s / K, IPU s %% K\n"
-"  --credits C         micro-batches in flight per boundary link (default 2)\n"
-"  --transport T       ucx (default) or mpi, between ranks\n"
-"  --bind cores|none   bind each IPU worker to its own core of the rank's NUMA\n"
-"                      domain, dealt over the host's ranks (default cores)\n"
-"  --timeout S         seconds without progress before a rank gives up and\n"
-"                      names the peer it waits for (default 30)\n"
-"  The model is partitioned as `ipu-exec plan` shows; models annotated with\n"
-"  __pipeline_stage / __ipu_number keep their placement (a single rank runs\n"
-"  such a model whole, and says so on stderr).\n"
-"\n"
-"Information:\n"
-"  --list-ops          print the supported operators (OpType since-until) and exit\n"
-"  -h, --help          this help;  -V, --version  the version\n"
-"\n"
-"Exit status: 0 success, 1 --check mismatch, 2 bad model/input/usage,\n"
-"3 internal or transport failure. Works bare and under mpirun -np 1.\n"
-"Environment: IPU_EXEC_LOG_LEVEL=error|warn|info|debug; IPU_EXEC_ABORT_GRACE=S,\n"
-"seconds a rank that lost a peer waits for the launcher to end the job\n"
-"(default 10) before it exits.\n"
-"See the manual page ipu-exec(1) (docs/ipu-exec.1).\n");
-}
-
-int cli_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-int cli_parse_int(const char *s, int lo, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > 1000000000)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-int cli_launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *e = getenv(vars[i]);
-        int r;
-        if (e && cli_parse_int(e, 0, &r) == 0)
-            return r;
-    }
-    return -1;
-}
-
-void cli_err_line(const char *fmt, ...)
-{
-    char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    va_end(ap);
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof(buf) - 1 ? (size_t)n : sizeof(buf) - 2;
-    buf[len++] = '\n';
-    fflush(stdout);
-    /* one write: lines of several ranks on one stream do not interleave */
-    for (size_t off = 0; off < len;) {
-        ssize_t w = write(STDERR_FILENO, buf + off, len - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-}
-
-int cli_usage_error(const char *fmt, const char *arg)
-{
-    int rank = cli_launcher_rank();
-    if (rank > 0) {
-        /* every rank parsed the same command line: rank 0 says it. Give it
-         * time to: the launcher ends the job when the first rank exits, and
-         * could stop rank 0 before it printed */
-        sleep(2);
-        return 2;
-    }
-    char msg[2048];
-    snprintf(msg, sizeof(msg), fmt, arg);
-    cli_err_line(PROG ": %s; see " PROG " --help", msg);
-    return 2;
-}
-
-/* Returns -1 to continue, else an exit code. */
-static int parse(int argc, char **argv, cli_opts_t *o)
-{
-    enum { O_INPUTS = 256, O_OUTDIR, O_CHECK, O_BATCHES, O_THREADS, O_MEM, O_SEED,
-           O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE, O_MB, O_REPLICAS, O_K,
-           O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND };
-    static const struct option longopts[] = {
-        {"inputs", required_argument, NULL, O_INPUTS},
-        {"output-dir", required_argument, NULL, O_OUTDIR},
-        {"check", no_argument, NULL, O_CHECK},
-        {"batches", required_argument, NULL, O_BATCHES},
-        {"warmup", required_argument, NULL, O_WARMUP},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"ipu-memory", required_argument, NULL, O_MEM},
-        {"seed", required_argument, NULL, O_SEED},
-        {"rtol", required_argument, NULL, O_RTOL},
-        {"atol", required_argument, NULL, O_ATOL},
-        {"list-ops", no_argument, NULL, O_LISTOPS},
-        {"profile", no_argument, NULL, O_PROFILE},
-        {"micro-batch", required_argument, NULL, O_MB},
-        {"replicas", required_argument, NULL, O_REPLICAS},
-        {"ipus-per-rank", required_argument, NULL, O_K},
-        {"credits", required_argument, NULL, O_CREDITS},
-        {"transport", required_argument, NULL, O_TRANSPORT},
-        {"timeout", required_argument, NULL, O_TIMEOUT},
-        {"bind", required_argument, NULL, O_BIND},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    int c, seed;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_INPUTS: o->inputs = optarg; break;
-        case O_OUTDIR: o->output_dir = optarg; break;
-        case O_CHECK: o->check = 1; break;
-        case O_PROFILE: o->sopts.profile = 1; break;
-        case O_MB:
-            if (cli_parse_int(optarg, 1, &o->micro_batch))
-                return cli_usage_error("--micro-batch %s: expected a positive integer", optarg);
-            o->micro_batch_set = 1;
-            break;
-        case O_REPLICAS:
-            if (cli_parse_int(optarg, 1, &o->replicas))
-                return cli_usage_error("--replicas %s: expected a positive integer", optarg);
-            break;
-        case O_K:
-            if (cli_parse_int(optarg, 1, &o->ipus_per_rank) || o->ipus_per_rank > 64)
-                return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", optarg);
-            break;
-        case O_CREDITS:
-            if (cli_parse_int(optarg, 1, &o->credits) || o->credits > 16)
-                return cli_usage_error("--credits %s: expected an integer from 1 to 16", optarg);
-            break;
-        case O_TRANSPORT:
-            if (strcmp(optarg, "ucx") == 0)
-                o->transport = IPU_TRANSPORT_UCX;
-            else if (strcmp(optarg, "mpi") == 0)
-                o->transport = IPU_TRANSPORT_MPI;
-            else
-                return cli_usage_error("--transport %s: expected ucx or mpi", optarg);
-            break;
-        case O_BIND:
-            if (strcmp(optarg, "cores") == 0)
-                o->bind = 1;
-            else if (strcmp(optarg, "none") == 0)
-                o->bind = 0;
-            else
-                return cli_usage_error("--bind %s: expected cores or none", optarg);
-            break;
-        case O_TIMEOUT: {
-            char *end;
-            o->timeout_s = strtod(optarg, &end);
-            if (end == optarg || *end || o->timeout_s <= 0)
-                return cli_usage_error("--timeout %s: expected a positive number of seconds", optarg);
-            break;
-        }
-        case O_BATCHES:
-            if (cli_parse_int(optarg, 1, &o->batches))
-                return cli_usage_error("--batches %s: expected a positive integer", optarg);
-            o->batches_set = 1;
-            break;
-        case O_WARMUP:
-            if (cli_parse_int(optarg, 0, &o->warmup))
-                return cli_usage_error("--warmup %s: expected a non-negative integer", optarg);
-            break;
-        case O_THREADS:
-            if (cli_parse_int(optarg, 1, &o->threads) || o->threads > 1024)
-                return cli_usage_error("--threads %s: expected an integer from 1 to 1024", optarg);
-            break;
-        case O_MEM:
-            if (cli_parse_size(optarg, &o->sopts.ipu_memory))
-                return cli_usage_error("--ipu-memory %s: expected a size such as 900M or 2G", optarg);
-            break;
-        case O_SEED:
-            if (cli_parse_int(optarg, 0, &seed))
-                return cli_usage_error("--seed %s: expected a non-negative integer", optarg);
-            o->seed = (unsigned)seed;
-            break;
-        case O_RTOL: case O_ATOL: {
-            char *end;
-            double v = strtod(optarg, &end);
-            if (end == optarg || *end || v < 0)
-                return cli_usage_error("tolerance %s: expected a non-negative number", optarg);
-            *(c == O_RTOL ? &o->rtol : &o->atol) = v;
-            break;
-        }
-        case O_LISTOPS:
-            for (int i = 0; ipu_op_registry_entry(i); i++) {
-                const ipu_op_t *op = ipu_op_registry_entry(i);
-                /* the opsets a model can have here: the loader takes 7..17 */
-                int lo = op->since_version < IPU_OPSET_MIN ? IPU_OPSET_MIN : op->since_version;
-                int hi = op->until_version > IPU_OPSET_MAX ? IPU_OPSET_MAX : op->until_version;
-                if (op->domain[0] == '\0' && lo > hi)
-                    continue;
-                if (op->domain[0] != '\0')
-                    lo = op->since_version, hi = op->until_version;
-                printf("%s%s%s %d-%d\n", op->domain, op->domain[0] ? "." : "", op->op_type, lo, hi);
-            }
-            return 0;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf(PROG " %s\n", IPU_EXEC_VERSION); return 0;
-        case ':': return cli_usage_error("option %s needs a value", argv[optind - 1]);
-        default: return cli_usage_error("unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage_error("%s", "no model given (usage: " PROG " MODEL.onnx [OPTIONS])");
-    if (optind + 1 < argc)
-        return cli_usage_error("unexpected argument %s", argv[optind + 1]);
-    o->model = argv[optind];
-    if (o->check && !o->inputs) {
-        /* the ONNX test-data layout: MODEL_DIR/model.onnx and
-         * MODEL_DIR/test_data_set_0/{input,output}_N.pb */
-        static char dir[4096];
-        char copy[4096];
-        struct stat sb;
-        snprintf(copy, sizeof(copy), "%s", o->model);
-        const char *parent = strchr(o->model, '/') ? dirname(copy) : NULL;
-        snprintf(dir, sizeof(dir), "%s%stest_data_set_0", parent ? parent : "",
-                 parent && strcmp(parent, "/") != 0 ? "/" : "");
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return cli_usage_error("--check needs --inputs DIR holding the reference output_N.pb, or "
-                                   "the ONNX test-data layout (a test_data_set_0/ directory next to "
-                                   "the model); there is no %s", dir);
-        o->inputs = dir;
-        if (cli_launcher_rank() <= 0) {
-            printf("inputs: %s\n", dir);
-            fflush(stdout);
-        }
-    }
-    if (o->micro_batch_set && o->inputs && cli_launcher_rank() <= 0)
-        cli_err_line(PROG ": note: --micro-batch is not used with --inputs: the input files' shapes "
-                     "set the batch");
-    /* one micro-batch per replica unless told otherwise */
-    if (!o->batches_set)
-        o->batches = o->replicas;
-    o->sopts.threads = o->threads;
-    if (o->warmup < 0)
-        o->warmup = o->batches > 1 ? 1 : 0;
-    return -1;
-}
-
-/* IPU_EXEC_ABORT_GRACE: seconds a rank that lost a peer waits before it
- * exits (default 10). */
-static int cli_abort_grace_s(void)
-{
-    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
-    int v = 10;
-    if (e && cli_parse_int(e, 0, &v) != 0)
-        v = 10;
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -359,7 +32,7 @@ int main(int argc, char **argv)
                     .micro_batch = 1, .replicas = 1, .ipus_per_rank = 1, .credits = 2,
                     .transport = IPU_TRANSPORT_UCX, .timeout_s = 30, .bind = 1};
     ipu_session_opts_init(&o.sopts);
-    int rc = parse(argc, argv, &o);
+    int rc = cli_parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
     /* under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) join the job */
@@ -374,25 +47,18 @@ int main(int argc, char **argv)
     ipu_status_t st;
     if (size > 1 || o.replicas > 1 || o.ipus_per_rank > 1)
         st = mpi ? cli_run_pipeline(&o, rank) : ipu_error(IPU_ERR_INVALID_ARG, "--replicas and "
-                   "--ipus-per-rank need the pipeline: run under mpirun (mpirun -np N " PROG " ...)");
+                   "--ipus-per-rank need the pipeline: run under mpirun (mpirun -np N " CLI_PROG " ...)");
     else
         st = cli_run_single(&o);
     if (st != IPU_OK && ipu_error_message()[0]) /* empty: another rank says it */
-        cli_err_line(PROG "%s: %s", mpi && size > 1 ? cli_rank_tag(rank) : "", ipu_error_message());
+        cli_err_line(CLI_PROG "%s: %s", mpi && size > 1 ? cli_rank_tag(rank) : "", ipu_error_message());
     fflush(stdout);
     int code = ipu_status_exit_code(st);
     if (mpi) {
         /* the others may wait on this rank: leave now with the error; the
          * launcher ends the job (MPI_Abort can hang on an unreachable host) */
-        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together) {
-            fflush(stderr);
-            /* A lost peer: give the launcher a moment to notice the lost host
-             * itself and end the job (mpirun stops handling a lost host once
-             * a rank has exited, and would wait for it) */
-            int grace = st == IPU_ERR_TRANSPORT ? cli_abort_grace_s() : 0; /* a timeout waited already */
-            usleep(500 * 1000 + (useconds_t)grace * 1000000u);
-            _exit(code);
-        }
+        if (size > 1 && st != IPU_OK && st != IPU_ERR_MISMATCH && !o.failed_together)
+            ipu_fault_exit(st, code); /* after the grace for a lost peer */
         if (size > 1) /* a rank that died now would hold MPI_Finalize for ever */
             ipu_watchdog_arm(o.timeout_s, rank, "MPI_Finalize");
         MPI_Finalize();

@@ -108,7 +108,7 @@ int cli_plan_main(int argc, char **argv)
         st = ipu_error_prefix(st, model);
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs);
-    if (st == IPU_OK && measure) { /* as exec/pipeline.c does before it partitions */
+    if (st == IPU_OK && measure) { /* as pipeline/setup.c does before it partitions */
         if ((st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) == IPU_OK &&
             (node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");

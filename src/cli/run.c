@@ -6,9 +6,9 @@
 #include "cli/io.h"
 #include "common/log.h"
 #include "exec/ops/registry.h"
-#include "exec/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "exec/binding.h"
-#include "exec/watchdog.h"
+#include "pipeline/fault.h"
 #include "graph/load.h"
 
 #include <math.h>
@@ -186,21 +186,6 @@ static ipu_status_t check_micro_batch(const cli_opts_t *o, const ipu_graph_t *g)
                      o->model, v->name, shape, (long long)v->dims[0]);
 }
 
-/* Stages the model's __pipeline_stage (else __ipu_number) attributes
- * describe, as the partitioner reads them; 0 if none. */
-static int annotated_stages(const ipu_graph_t *g)
-{
-    int64_t max = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ipu_attr_t *a = ipu_attr_find(&g->nodes[i], "__pipeline_stage");
-        if (a == NULL || a->type != IPU_ATTR_INT)
-            a = ipu_attr_find(&g->nodes[i], "__ipu_number");
-        if (a != NULL && a->type == IPU_ATTR_INT && a->i > max && a->i <= 4096)
-            max = a->i;
-    }
-    return (int)(max + 1);
-}
-
 ipu_status_t cli_run_single(const cli_opts_t *o)
 {
     ipu_session_t *s = NULL;
@@ -218,7 +203,7 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
         ipu_session_close(s);
         return st;
     }
-    int n_ann = annotated_stages(g);
+    int n_ann = ipu_partition_annotated_stages(g);
     if (n_ann > 1 && ipu_log_level_current >= IPU_LOG_WARN)
         cli_err_line("ipu-exec: note: %s: its %d-stage pipeline annotations (__pipeline_stage/"
                      "__ipu_number) are not used on a single rank, which runs the model whole (run "
@@ -277,13 +262,6 @@ out:
     free(times);
     ipu_session_close(s);
     return st;
-}
-
-const char *cli_rank_tag(int rank)
-{
-    static char buf[32];
-    snprintf(buf, sizeof(buf), " (rank %d)", rank);
-    return buf;
 }
 
 static unsigned hash_str(const char *s)

@@ -1,7 +1,9 @@
+/* One model on one IPU of this rank (session.h): load and bind, prepare for
+ * the inputs' shapes (exec/prepare.h), run. */
 #include "exec/session.h"
 
 #include "exec/ops/registry.h"
-#include "graph/fuse.h"
+#include "exec/prepare.h"
 #include "graph/load.h"
 
 #include <stdio.h>
@@ -87,18 +89,12 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
         if ((st = check_input(&s->declared[k], &inputs[k])) != IPU_OK)
             return st;
     }
-    for (int k = 0; k < n; k++)
-        ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
     s->prepared = 0;
     ipu_stage_free(&s->stage);
-    if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
+    if ((st = ipu_prepare_shapes(g, inputs)) != IPU_OK)
         return st;
-    st = ipu_stage_build(g, g->order, g->n_nodes, g->inputs, g->n_inputs, g->outputs,
-                         g->n_outputs, &s->stage);
-    if (st == IPU_OK && s->opts.profile)
-        st = ipu_stage_profile(&s->stage);
-    if (st == IPU_OK)
-        st = ipu_device_load(s->dev, &s->stage);
+    ipu_prepare_params_t pp = {.profile = s->opts.profile}; /* the whole graph */
+    st = ipu_prepare_stage(g, &pp, s->dev, &s->stage);
     if (st == IPU_OK)
         s->prepared = 1;
     return st;

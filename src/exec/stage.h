@@ -36,7 +36,7 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
  * stage reads or that are graph outputs; with IPU_STAGE_FIRST it also gives
  * the graph outputs that are graph inputs, with IPU_STAGE_LAST those that
  * are constants. Each list holds a value once, in order of first use.
- * The pipeline (exec/pipeline.c) builds its stages with this and the
+ * The pipeline builds its stages with this (exec/prepare.h) and the
  * partitioner (partition/partition.c) measures every candidate stage with
  * it, so the memory a plan reports is the memory the run is charged.
  * Errors: IPU_ERR_NO_MEMORY. */

@@ -214,7 +214,7 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
     return st;
 }
 
-static int attr_placement(const ipu_node_t *n, int64_t *out)
+int ipu_partition_annotation(const ipu_node_t *n, int64_t *out)
 {
     const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
     if (a == NULL || a->type != IPU_ATTR_INT)
@@ -223,6 +223,15 @@ static int attr_placement(const ipu_node_t *n, int64_t *out)
         return 0;
     *out = a->i;
     return 1;
+}
+
+int ipu_partition_annotated_stages(const ipu_graph_t *g)
+{
+    int64_t max = -1, val;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (ipu_partition_annotation(&g->nodes[i], &val) && val > max && val <= 4096)
+            max = val;
+    return (int)(max + 1);
 }
 
 /* Manual placement; returns 1 if the model is annotated, 0 if not, <0 on error */
@@ -235,7 +244,7 @@ static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partitio
     names[0] = '\0';
     for (int i = 0; i < it->n; i++) {
         const ipu_node_t *n = &g->nodes[it->item_node[i]];
-        if (attr_placement(n, &val)) {
+        if (ipu_partition_annotation(n, &val)) {
             have++;
             if (val < 0 || val > 4096)
                 return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): pipeline stage %lld is out of "

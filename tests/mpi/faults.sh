@@ -13,7 +13,7 @@
 #     survivors ping the ranks they wait on and must still name rank 1).
 #  5. a rank that stops during set-up (SIGSTOP once it has opened the
 #     model, before the run starts): the others must not wait in a
-#     collective for ever but name it (exec/agree.h) within --timeout.
+#     collective for ever but name it (pipeline/fault.h) within --timeout.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }

@@ -100,7 +100,7 @@ static void test_unsupported_lists_all(void **state)
     ipu_graph_free(g);
 }
 
-/* Context put before the last message, as exec/pipeline.c does with a
+/* Context put before the last message, as pipeline/ does with a
  * device's ("rank 2, stage 2: " once, not twice); sizes in messages. */
 static void test_error_messages(void **state)
 {

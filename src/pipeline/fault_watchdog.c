@@ -1,5 +1,6 @@
-/* The watchdog of the collectives that remain (watchdog.h). */
-#include "exec/watchdog.h"
+/* The watchdog of the MPI collectives a pipelined run still makes: one
+ * detached thread that ends the process past a deadline (fault.h). */
+#include "pipeline/fault.h"
 
 #include <errno.h>
 #include <pthread.h>

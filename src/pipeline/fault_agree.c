@@ -1,5 +1,7 @@
-/* Agreement steps that survive a rank that dies (agree.h). */
-#include "exec/agree.h"
+/* Agreement steps that survive a rank that dies (fault.h): rank 0 collects
+ * every rank's report and answers with the verdict, each wait bounded by
+ * time and by the peers' liveness. */
+#include "pipeline/fault.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -46,28 +48,11 @@ static ipu_status_t apply(const verdict_t *v, int from_root, int *lost)
     return ipu_error((ipu_status_t)v->status, "%s", msg);
 }
 
-static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
-                         void *payload, size_t payload_bytes, int *host_ids, int *lost)
+/* Rank 0 waits for every rank's report (rq[r]); a rank found lost, or
+ * silent past the timeout, sets v's verdict. Returns poll's error, else
+ * IPU_OK. */
+static ipu_status_t root_wait(int size, const ipu_agree_params_t *p, MPI_Request *rq, verdict_t *v)
 {
-    report_t *rep = calloc((size_t)size, sizeof(report_t));
-    MPI_Request *rq = calloc((size_t)size, sizeof(MPI_Request));
-    size_t hbytes = (size_t)size * sizeof(int32_t);
-    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
-    if (!rep || !rq || !vbuf) {
-        free(rep); free(rq); free(vbuf);
-        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    }
-    /* "rank 0 is here": the others time rank 0's verdict from this */
-    static const int32_t here = 1;
-    for (int r = 1; r < size; r++) {
-        MPI_Request nq;
-        MPI_Isend(&here, 1, MPI_INT32_T, r, IPU_AGREE_TAG, comm, &nq);
-        MPI_Request_free(&nq);
-        MPI_Irecv(&rep[r], (int)sizeof(report_t), MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
-    }
-    verdict_t *v = (verdict_t *)(void *)vbuf;
-    v->status = IPU_OK;
-    v->lost = -1;
     ipu_status_t pst = IPU_OK;
     double t0 = MPI_Wtime();
     for (;;) {
@@ -105,26 +90,13 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
         }
         nap();
     }
-    if (pst != IPU_OK) { /* a notice: the caller stops; the others hear it too */
-        for (int r = 1; r < size; r++)
-            drop(&rq[r], 1);
-        free(rep); free(rq); free(vbuf);
-        *lost = 1;
-        return pst;
-    }
-    /* the lowest failing rank speaks for all */
-    if (v->lost < 0 && st != IPU_OK) {
-        v->status = st;
-        snprintf(v->msg, sizeof v->msg, "%s", ipu_error_message());
-    }
-    for (int r = 1; r < size && v->lost < 0 && v->status == IPU_OK; r++)
-        if (rep[r].status != IPU_OK) {
-            v->status = rep[r].status;
-            memcpy(v->msg, rep[r].msg, sizeof v->msg);
-            v->msg[sizeof v->msg - 1] = '\0';
-        }
-    /* the ranks' hosts: the lowest rank on the same one */
-    int32_t *hid = (int32_t *)(void *)(vbuf + sizeof(verdict_t));
+    return pst;
+}
+
+/* The ranks' hosts from their reports: for each, the lowest rank on the
+ * same one (rank 0's own name is filled in here). */
+static void root_hosts(int size, report_t *rep, int32_t *hid)
+{
     int len = 0;
     MPI_Get_processor_name(rep[0].host, &len);
     for (int r = 0; r < size; r++) {
@@ -133,13 +105,14 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
             if (strncmp(rep[q].host, rep[r].host, sizeof rep[r].host) == 0)
                 hid[r] = q;
     }
-    if (host_ids)
-        memcpy(host_ids, hid, hbytes);
-    size_t vbytes = sizeof(verdict_t) + hbytes + (v->status == IPU_OK ? payload_bytes : 0);
-    if (v->status == IPU_OK && payload_bytes)
-        memcpy(vbuf + sizeof(verdict_t) + hbytes, payload, payload_bytes);
-    /* answer every rank that reported; the sends may outlive a dead
-     * receiver, so they are left to complete in the background */
+}
+
+/* Answer every rank that reported with vbuf[0..vbytes); the sends may
+ * outlive a dead receiver, so they are left to complete in the background
+ * after 2 s. Returns 1 if one is still pending (vbuf must then stay). */
+static int root_answer(MPI_Comm comm, int size, const ipu_agree_params_t *p, MPI_Request *rq,
+                       char *vbuf, size_t vbytes)
+{
     for (int r = 1; r < size; r++) {
         if (rq[r] != MPI_REQUEST_NULL) { /* never reported */
             drop(&rq[r], 1);
@@ -166,6 +139,58 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
         pending |= rq[r] != MPI_REQUEST_NULL;
         drop(&rq[r], 0);
     }
+    return pending;
+}
+
+static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
+                         void *payload, size_t payload_bytes, int *host_ids, int *lost)
+{
+    report_t *rep = calloc((size_t)size, sizeof(report_t));
+    MPI_Request *rq = calloc((size_t)size, sizeof(MPI_Request));
+    size_t hbytes = (size_t)size * sizeof(int32_t);
+    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
+    if (!rep || !rq || !vbuf) {
+        free(rep); free(rq); free(vbuf);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    /* "rank 0 is here": the others time rank 0's verdict from this */
+    static const int32_t here = 1;
+    for (int r = 1; r < size; r++) {
+        MPI_Request nq;
+        MPI_Isend(&here, 1, MPI_INT32_T, r, IPU_AGREE_TAG, comm, &nq);
+        MPI_Request_free(&nq);
+        MPI_Irecv(&rep[r], (int)sizeof(report_t), MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
+    }
+    verdict_t *v = (verdict_t *)(void *)vbuf;
+    v->status = IPU_OK;
+    v->lost = -1;
+    ipu_status_t pst = root_wait(size, p, rq, v);
+    if (pst != IPU_OK) { /* a notice: the caller stops; the others hear it too */
+        for (int r = 1; r < size; r++)
+            drop(&rq[r], 1);
+        free(rep); free(rq); free(vbuf);
+        *lost = 1;
+        return pst;
+    }
+    /* the lowest failing rank speaks for all */
+    if (v->lost < 0 && st != IPU_OK) {
+        v->status = st;
+        snprintf(v->msg, sizeof v->msg, "%s", ipu_error_message());
+    }
+    for (int r = 1; r < size && v->lost < 0 && v->status == IPU_OK; r++)
+        if (rep[r].status != IPU_OK) {
+            v->status = rep[r].status;
+            memcpy(v->msg, rep[r].msg, sizeof v->msg);
+            v->msg[sizeof v->msg - 1] = '\0';
+        }
+    int32_t *hid = (int32_t *)(void *)(vbuf + sizeof(verdict_t));
+    root_hosts(size, rep, hid);
+    if (host_ids)
+        memcpy(host_ids, hid, hbytes);
+    size_t vbytes = sizeof(verdict_t) + hbytes + (v->status == IPU_OK ? payload_bytes : 0);
+    if (v->status == IPU_OK && payload_bytes)
+        memcpy(vbuf + sizeof(verdict_t) + hbytes, payload, payload_bytes);
+    int pending = root_answer(comm, size, p, rq, vbuf, vbytes);
     ipu_status_t out = st != IPU_OK && v->lost < 0 ? st : apply(v, 0, lost);
     free(rep); free(rq);
     if (!pending) /* else a stalled rank may still take it: the buffer stays */

@@ -14,9 +14,13 @@
  *
  * Inputs and outputs go through callbacks on the ranks that need them: the
  * stage that reads a graph input asks for micro-batch m's inputs; the stage
- * that produces a graph output hands it over. */
-#ifndef IPU_EXEC_PIPELINE_H
-#define IPU_EXEC_PIPELINE_H
+ * that produces a graph output hands it over.
+ *
+ * The files of src/pipeline/: run.c (the phases in order), setup.c (set-up
+ * and plan agreement), links.c (links and credit flow), schedule.c (the
+ * micro-batch schedule), report.c (the report), fault.h (fault handling). */
+#ifndef IPU_PIPELINE_PIPELINE_H
+#define IPU_PIPELINE_PIPELINE_H
 
 #include "exec/device.h"
 #include "partition/partition.h"

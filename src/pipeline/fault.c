@@ -1,0 +1,84 @@
+/* A pipelined run's lost-rank notices, liveness pings and agreement steps
+ * (over transport/lost.h and fault_agree.c), and the exit of a rank that
+ * failed alone (fault.h). */
+#include "pipeline/fault.h"
+
+#include "transport/lost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+ipu_status_t ipu_fault_open_notices(ipu_fault_t *f, ipu_transport_t *tr)
+{
+    return ipu_lost_open(tr, f->timeout_s / 4, &f->lost);
+}
+
+ipu_status_t ipu_fault_poll(ipu_fault_t *f)
+{
+    return ipu_lost_poll(f->lost);
+}
+
+int ipu_fault_alive(ipu_fault_t *f, int peer)
+{
+    return ipu_lost_alive(f->lost, peer);
+}
+
+ipu_status_t ipu_fault_tell(ipu_fault_t *f, ipu_status_t st)
+{
+    return ipu_lost_tell(f->lost, st);
+}
+
+void ipu_fault_close(ipu_fault_t *f)
+{
+    ipu_lost_close(f->lost);
+    f->lost = NULL;
+}
+
+/* Liveness callbacks of the agreement steps. */
+static ipu_status_t agree_poll(void *arg)
+{
+    ipu_fault_t *f = arg;
+    if (f->tr)
+        ipu_transport_progress(f->tr);
+    return ipu_lost_poll(f->lost);
+}
+
+static int agree_alive(void *arg, int peer)
+{
+    ipu_fault_t *f = arg;
+    return f->lost ? ipu_lost_alive(f->lost, peer) : 0;
+}
+
+ipu_status_t ipu_fault_agree(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, const char *step,
+                             int timeouts, int root_timeouts, void *payload, size_t bytes,
+                             int *host_ids, int *lost)
+{
+    ipu_agree_params_t a = {.step = step, .timeout_s = f->timeout_s * timeouts,
+                            .root_extra_s = f->timeout_s * root_timeouts, .poll = agree_poll, .arg = f};
+    if (f->lost)
+        a.alive = agree_alive;
+    return ipu_agree(comm, st, &a, payload, bytes, host_ids, lost);
+}
+
+/* IPU_EXEC_ABORT_GRACE: seconds a rank that lost a peer waits before it
+ * exits (default 10; an integer from 0 to 1000000000). */
+static int abort_grace_s(void)
+{
+    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
+    int v = 10;
+    if (e) {
+        char *end;
+        long l = strtol(e, &end, 10);
+        v = end == e || *end || l < 0 || l > 1000000000 ? 10 : (int)l;
+    }
+    return v;
+}
+
+void ipu_fault_exit(ipu_status_t st, int code)
+{
+    fflush(stderr);
+    int grace = st == IPU_ERR_TRANSPORT ? abort_grace_s() : 0; /* a timeout waited already */
+    usleep(500 * 1000 + (useconds_t)grace * 1000000u);
+    _exit(code);
+}

@@ -1,0 +1,129 @@
+/* The state of one pipelined run, shared by the files of src/pipeline/:
+ * links (links.c), the local stages (setup.c) and the scheduler
+ * (schedule.c), the report (report.c). Not part of the interface
+ * (pipeline.h). */
+#ifndef IPU_PIPELINE_INTERNAL_H
+#define IPU_PIPELINE_INTERNAL_H
+
+#include "pipeline/fault.h"
+#include "exec/binding.h"
+#include "pipeline/pipeline.h"
+
+#include <stdint.h>
+
+#define MAX_CREDITS 16
+/* tag: [credit 1][link 15][seq 24] = 40 bits */
+#define TAG(credit, link, seq) \
+    (((uint64_t)(credit) << 39) | ((uint64_t)(link) << 24) | ((uint64_t)(seq) & 0xffffff))
+
+/* A value crossing from one stage to a later one (within a replica). */
+typedef struct link {
+    int value, src, dst;        /* value index, producing and consuming stage */
+    int src_rank, dst_rank;     /* world ranks in this rank's replica */
+    size_t bytes;
+    /* sender side */
+    uint8_t *sbuf[MAX_CREDITS];
+    ipu_treq_t *sreq[MAX_CREDITS];
+    int64_t credits;            /* credits returned by the receiver */
+    ipu_treq_t *creq;           /* posted receive of the next credit */
+    uint64_t cmsg;
+    /* receiver side */
+    uint8_t *rbuf[MAX_CREDITS];
+    ipu_treq_t *rreq[MAX_CREDITS];
+    int ready[MAX_CREDITS];     /* local links: slot filled */
+    int64_t consumed;           /* micro-batches taken by the consumer */
+    int64_t posted;             /* remote: receives posted up to (excl.) */
+} link_t;
+
+/* A stage of this rank, on its own IPU. */
+typedef struct lstage {
+    int s;
+    ipu_stage_t stage;
+    ipu_device_t *dev;
+    int *in_links, n_in, *out_links, n_out;
+    int *graph_in, n_graph_in;  /* graph input k read by this stage (k indices) */
+    int *graph_out, n_graph_out;
+    int64_t next, total;        /* next sequence to start, sequences of this replica */
+    int running, has_result;
+    int64_t seq;                /* sequence running / whose result is pending */
+    unsigned char *emitted;     /* per out link: result of seq sent */
+    double run_s;
+} lstage_t;
+
+typedef struct pipe {
+    const ipu_graph_t *g;
+    const ipu_pipeline_params_t *p;
+    ipu_transport_t *tr;
+    ipu_fault_t fault;          /* lost-rank notices, agreements (fault.h) */
+    double T;                   /* --timeout, seconds (default 30) */
+    int rank, world, R, P, K, S, replica, C;
+    int W;                      /* warm-up sequences per replica (untimed, outputs dropped) */
+    link_t *links;
+    int n_links;
+    lstage_t *ls;
+    int n_ls;
+    ipu_tensor_t *ins;          /* graph inputs of the current micro-batch */
+    int ins_mb;                 /* which micro-batch ins holds, -1 none */
+    ipu_treq_t **credit_sends;  /* credit messages in flight */
+    int n_credit_sends, cap_credit_sends;
+    double t0;
+    double *t_start, *t_end;    /* per sequence of this replica (stage 0 / last stage) */
+    double *busy_at_w;          /* per local stage: device busy seconds when sequence W started */
+} pipe_t;
+
+static inline double pipe_now_s(void)
+{
+    return MPI_Wtime();
+}
+
+/* The world rank of stage s of this rank's replica. */
+static inline int pipe_stage_rank(const pipe_t *pp, int s)
+{
+    return pp->replica * pp->P + s / pp->K;
+}
+
+/* The micro-batch of sequence seq of this replica; warm-up sequences
+ * (seq < W) repeat the replica's first micro-batch. */
+static inline int pipe_mb_of(const pipe_t *pp, int64_t seq)
+{
+    return (int)((seq < pp->W ? 0 : seq - pp->W) * pp->R + pp->replica);
+}
+
+/* links.c: the links between stages and their credit flow. */
+ipu_status_t pipe_build_links(pipe_t *pp, const int *node_stage);
+ipu_status_t pipe_alloc_link_buffers(pipe_t *pp);
+ipu_status_t pipe_post_links(pipe_t *pp);
+ipu_status_t pipe_arrived(pipe_t *pp, link_t *lk, int64_t seq, int *yes);
+ipu_status_t pipe_consumed(pipe_t *pp, link_t *lk, int64_t total);
+ipu_status_t pipe_poll_credits(pipe_t *pp, int *events);
+ipu_status_t pipe_poll_sends(pipe_t *pp, int *events, int *sending);
+void pipe_free_links(pipe_t *pp);
+
+/* setup.c: the set-up steps of ipu_pipeline_run, in order; each takes the
+ * status so far and every rank makes each agreement (fault.h). */
+typedef struct pipe_hosts {
+    int local_rank, local_size;  /* this rank among the ranks of its host */
+} pipe_hosts_t;
+/* Shapes of micro-batch 0, rank 0's measured costs, the plan (the same on
+ * every rank); *lost: a rank is gone, no collective may follow. */
+ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ipu_partition_params_t *ppar,
+                             ipu_partition_t *plan, pipe_hosts_t *hosts, int *lost);
+/* This rank's links, weights (others' constants freed) and stages. */
+ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan, const pipe_hosts_t *hosts,
+                         ipu_status_t st);
+/* Agree on the set-up, open the transport, post the links' receives, open
+ * the notices, agree on the start. */
+ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, ipu_status_t st, int *lost);
+/* This rank's stages on their IPUs (bind: cores, may be NULL). */
+ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind);
+void pipe_free_local(pipe_t *pp);
+
+/* schedule.c: run until every local stage has run and emitted all its
+ * sequences and every send has completed. */
+ipu_status_t pipe_schedule(pipe_t *pp);
+
+/* report.c: gather what the run measured on rank 0 (collective over comm);
+ * t_done: this rank's end of the run, seconds from t0. */
+void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t *rep);
+
+#endif

@@ -1,0 +1,114 @@
+/* The report of a pipelined run (pipeline.h, internal.h): every rank's
+ * timings, busy times and peak RSS gathered on rank 0 (bounded by the
+ * watchdog, fault.h), and the figures made of them. */
+#include "pipeline/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Latency of every micro-batch (ends[m] - starts[m], ms; ends is
+ * overwritten and sorted): median, min and max into r. */
+static void latencies(ipu_pipeline_report_t *r, double *starts, double *ends, int N)
+{
+    for (int m = 0; m < N; m++)
+        ends[m] = (ends[m] - starts[m]) * 1e3;
+    qsort(ends, (size_t)N, sizeof(double), cmp_double);
+    r->latency_min_ms = ends[0];
+    r->latency_max_ms = ends[N - 1];
+    r->latency_med_ms = N % 2 ? ends[N / 2] : 0.5 * (ends[N / 2 - 1] + ends[N / 2]);
+}
+
+/* Per stage of replica 0, summed over the ranks on rank 0 (comm): busy
+ * seconds in [0, S) and timed sequences in [S, 2S) of *all (allocated on
+ * rank 0, NULL elsewhere). Collective; sized by the stage count. */
+static void gather_busy(const pipe_t *pp, MPI_Comm comm, double **all)
+{
+    size_t n = 2 * (size_t)pp->S;
+    double *busy = calloc(n, sizeof(double));
+    *all = pp->rank == 0 ? calloc(n, sizeof(double)) : NULL;
+    for (int i = 0; busy && i < pp->n_ls; i++)
+        if (pp->replica == 0) {
+            busy[pp->ls[i].s] = ipu_device_busy_s(pp->ls[i].dev) - pp->busy_at_w[i];
+            busy[pp->S + pp->ls[i].s] = (double)(pp->ls[i].total - pp->W);
+        }
+    if (busy && (pp->rank != 0 || *all))
+        MPI_Reduce(busy, *all, (int)n, MPI_DOUBLE, MPI_SUM, 0, comm);
+    free(busy);
+}
+
+void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t *rep)
+{
+    const ipu_pipeline_params_t *p = pp->p;
+    /* the timed window runs from the first start of a timed sequence
+     * (after the warm-up) to the last finish */
+    double wall = 0, t_first = 1e300, first = 0;
+    for (int i = 0; i < pp->n_ls; i++)
+        if (pp->ls[i].s == 0)
+            t_first = pp->t_start[pp->W];
+    ipu_watchdog_arm(pp->T, pp->rank, "gathering the run's report");
+    MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(&t_first, &first, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
+    wall -= first;
+    int N = p->micro_batches;
+    double *starts = calloc((size_t)N + 1, sizeof(double)), *ends = calloc((size_t)N + 1, sizeof(double));
+    double *mine_s = calloc((size_t)N + 1, sizeof(double)), *mine_e = calloc((size_t)N + 1, sizeof(double));
+    for (int64_t q = pp->W; q < pp->ls[0].total; q++) {
+        int mb = pipe_mb_of(pp, q);
+        if (mine_s && mine_e && mb < N) {
+            mine_s[mb] = pp->t_start[q];
+            mine_e[mb] = pp->t_end[q];
+        }
+    }
+    if (starts && ends && mine_s && mine_e) {
+        MPI_Reduce(mine_s, starts, N, MPI_DOUBLE, MPI_MAX, 0, comm);
+        MPI_Reduce(mine_e, ends, N, MPI_DOUBLE, MPI_MAX, 0, comm);
+    }
+    double *allbusy;
+    gather_busy(pp, comm, &allbusy);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss = ru.ru_maxrss / 1024.0;
+    double *rsses = pp->rank == 0 ? calloc((size_t)pp->world, sizeof(double)) : NULL;
+    MPI_Gather(&rss, 1, MPI_DOUBLE, rsses, 1, MPI_DOUBLE, 0, comm);
+    ipu_watchdog_disarm();
+    if (pp->rank == 0 && starts && ends) {
+        ipu_pipeline_report_t r = {.world = pp->world, .replicas = pp->R, .ranks_per_replica = pp->P,
+                                   .stages = pp->S, .wall_s = wall};
+        int64_t batch = pp->g->n_inputs > 0 && pp->ins[0].rank > 0 ? pp->ins[0].dims[0] : 1;
+        r.samples_per_s = wall > 0 ? (double)N * (double)batch / wall : 0;
+        latencies(&r, starts, ends, N);
+        r.stage_busy = calloc((size_t)pp->S, sizeof(double));
+        r.stage_ms = calloc((size_t)pp->S, sizeof(double));
+        for (int s = 0; s < pp->S && allbusy && r.stage_busy && r.stage_ms; s++) {
+            r.stage_busy[s] = wall > 0 ? allbusy[s] / wall : 0;
+            r.stage_ms[s] = allbusy[pp->S + s] > 0 ? allbusy[s] * 1e3 / allbusy[pp->S + s] : 0;
+        }
+        r.rank_rss_mib = rsses;
+        r.setup_failed = 0;
+        rsses = NULL;
+        for (int i = 0; i < pp->world && r.rank_rss_mib; i++)
+            if (r.rank_rss_mib[i] > r.peak_rss_mib_max)
+                r.peak_rss_mib_max = r.rank_rss_mib[i];
+        *rep = r;
+    }
+    free(allbusy);
+    free(rsses);
+    free(starts); free(ends); free(mine_s); free(mine_e);
+}
+
+void ipu_pipeline_report_free(ipu_pipeline_report_t *r)
+{
+    if (r == NULL)
+        return;
+    free(r->stage_busy);
+    free(r->stage_ms);
+    free(r->rank_rss_mib);
+    memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,244 @@
+/* Set-up of a pipelined run (internal.h), every step agreed on by all
+ * ranks (fault.h) so that they fail together before any transfer: the
+ * shapes and the plan (rank 0's measured costs, the same partition on every
+ * rank), this rank's weights and stages on their IPUs, then the transport,
+ * the links' first receives and the lost-rank notices. */
+#include "pipeline/internal.h"
+
+#include "exec/measure.h"
+#include "exec/prepare.h"
+#include "graph/load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int append(int **arr, int *n, int v)
+{
+    int *na = realloc(*arr, (size_t)(*n + 1) * sizeof(int));
+    if (na == NULL)
+        return -1;
+    na[(*n)++] = v;
+    *arr = na;
+    return 0;
+}
+
+static int has(const int *list, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == v)
+            return 1;
+    return 0;
+}
+
+/* The links into and out of ls, the graph inputs it is fed and the graph
+ * outputs it gives (as ipu_stage_build_of() listed them). */
+static ipu_status_t list_boundaries(pipe_t *pp, lstage_t *ls)
+{
+    const ipu_graph_t *g = pp->g;
+    ipu_status_t st = IPU_OK;
+    for (int l = 0; l < pp->n_links; l++) {
+        if (pp->links[l].dst == ls->s && append(&ls->in_links, &ls->n_in, l))
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (pp->links[l].src == ls->s && append(&ls->out_links, &ls->n_out, l))
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    const ipu_stage_t *sg = &ls->stage;
+    for (int k = 0; k < g->n_inputs && st == IPU_OK; k++)
+        if (has(sg->inputs, sg->n_inputs, g->inputs[k]) && append(&ls->graph_in, &ls->n_graph_in, k))
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < g->n_outputs && st == IPU_OK; k++)
+        if (has(sg->outputs, sg->n_outputs, g->outputs[k]) &&
+            append(&ls->graph_out, &ls->n_graph_out, k))
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    if (st == IPU_OK && (ls->emitted = calloc((size_t)ls->n_out + 1, 1)) == NULL)
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    return st;
+}
+
+ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind)
+{
+    const ipu_pipeline_params_t *p = pp->p;
+    pp->ls = calloc((size_t)pp->K, sizeof(lstage_t));
+    if (pp->ls == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    int64_t total = pp->W + (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
+    ipu_status_t st = IPU_OK;
+    for (int i = 0; i < pp->K && st == IPU_OK; i++) {
+        lstage_t *ls = &pp->ls[pp->n_ls++];
+        ls->s = (pp->rank % pp->P) * pp->K + i;
+        ls->total = total;
+        ipu_device_params_t dp = {.index = i, .capacity = p->ipu_memory, .threads = p->threads,
+                                  .core = bind ? bind->pu[i] : -1};
+        if ((st = ipu_device_open(&dp, &ls->dev)) != IPU_OK)
+            break;
+        char where[64];
+        snprintf(where, sizeof where, "rank %d, stage %d", pp->rank, ls->s);
+        ipu_prepare_params_t pr = {
+            .node_stage = node_stage, .stage = ls->s, .where = where,
+            .flags = (ls->s == 0 ? IPU_STAGE_FIRST : 0) | (ls->s == pp->S - 1 ? IPU_STAGE_LAST : 0)};
+        if ((st = ipu_prepare_stage(pp->g, &pr, ls->dev, &ls->stage)) == IPU_OK)
+            st = list_boundaries(pp, ls);
+    }
+    if (st == IPU_OK) /* buffers of the links this rank sends or receives */
+        st = pipe_alloc_link_buffers(pp);
+    return st;
+}
+
+void pipe_free_local(pipe_t *pp)
+{
+    for (int i = 0; pp->ls && i < pp->n_ls; i++) {
+        lstage_t *ls = &pp->ls[i];
+        ipu_device_close(ls->dev);
+        ipu_stage_free(&ls->stage);
+        free(ls->in_links);
+        free(ls->out_links);
+        free(ls->graph_in);
+        free(ls->graph_out);
+        free(ls->emitted);
+    }
+    free(pp->ls);
+}
+
+/* Free constants that none of this rank's stages read. */
+static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const pipe_t *pp)
+{
+    unsigned char *keep = calloc((size_t)g->n_values + 1, 1);
+    if (keep == NULL)
+        return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int s = node_stage[i];
+        if (s < 0 || pipe_stage_rank(pp, s) != pp->rank)
+            continue;
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0)
+                keep[g->nodes[i].inputs[k]] = 1;
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        keep[g->outputs[k]] = 1;
+    for (int v = 0; v < g->n_values; v++) {
+        ipu_value_t *val = &g->values[v];
+        if (!keep[v] && (val->producer < 0 || (val->flags & IPU_VALUE_FOLDED)) &&
+            (val->data_kind == IPU_CONST_OWNED || val->data_kind == IPU_CONST_DEFERRED)) {
+            if (val->data_kind == IPU_CONST_OWNED)
+                free(val->data);
+            val->data = NULL;
+            val->data_kind = IPU_CONST_NONE;
+        }
+    }
+    free(keep);
+}
+
+/* Shapes of micro-batch 0 and the model's costs, agreed on by every rank:
+ * rank 0 measures the GEMM-like nodes (unless told not to) and every rank
+ * gets its times in *node_ms (allocated; NULL when not measured). The
+ * ranks of this host come from the agreement (no collective: one that a
+ * rank dies in would never return). */
+static ipu_status_t agree_costs(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ipu_partition_params_t *ppar,
+                                double **node_ms, pipe_hosts_t *hosts, int *lost)
+{
+    const ipu_pipeline_params_t *p = pp->p;
+    /* shapes of micro-batch 0, then the plan (identical on every rank); as
+     * the single-rank session does: the same kernels, the same bits */
+    ipu_status_t st = p->make_inputs(p->arg, 0, pp->ins);
+    if (st == IPU_OK)
+        st = ipu_prepare_shapes(g, pp->ins);
+    pp->ins_mb = 0;
+    /* measured costs of the GEMM-like nodes, from rank 0 so that every
+     * rank computes the same plan */
+    int measured = p->measure && !ppar->node_ms && pp->S > 1;
+    if (st == IPU_OK && measured) {
+        if ((*node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
+            st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (st == IPU_OK && pp->rank == 0)
+            st = ipu_measure_nodes(g, *node_ms);
+    }
+    int *host_ids = calloc((size_t)pp->world, sizeof(int));
+    if (host_ids == NULL && st == IPU_OK)
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    /* every rank reaches this: agree, with rank 0's measured costs; the
+     * others also wait for rank 0's measuring */
+    size_t bytes = measured && *node_ms ? (size_t)g->n_nodes * sizeof(double) : 0;
+    st = ipu_fault_agree(&pp->fault, comm, st, "the model and the plan's costs", 1, measured ? 2 : 0,
+                         *node_ms, bytes, host_ids, lost);
+    hosts->local_rank = 0;
+    hosts->local_size = 0;
+    for (int r = 0; host_ids && r < pp->world; r++)
+        if (host_ids[r] == host_ids[pp->rank]) {
+            hosts->local_rank += r < pp->rank;
+            hosts->local_size++;
+        }
+    free(host_ids);
+    return st;
+}
+
+ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ipu_partition_params_t *ppar,
+                             ipu_partition_t *plan, pipe_hosts_t *hosts, int *lost)
+{
+    const ipu_pipeline_params_t *p = pp->p;
+    ipu_partition_params_t part = *ppar;
+    part.stages = pp->S;
+    part.ipus_per_rank = pp->K;
+    part.ipu_memory = p->ipu_memory;
+    double *node_ms = NULL;
+    ipu_status_t st = agree_costs(pp, g, comm, ppar, &node_ms, hosts, lost);
+    if (p->measure && !ppar->node_ms && pp->S > 1)
+        part.node_ms = node_ms;
+    if (*lost) {
+        free(node_ms);
+        return st;
+    }
+    if (st == IPU_OK)
+        st = ipu_partition_make(g, &part, plan);
+    free(node_ms);
+    if (st == IPU_OK && plan->n_stages != pp->S)
+        st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages but %d "
+                       "ranks x %d IPU%s per rank / %d replica%s give %d; run with -np %d (or change "
+                       "--ipus-per-rank / --replicas)", plan->n_stages, pp->world, pp->K, pp->K > 1 ? "s" : "",
+                       pp->R, pp->R > 1 ? "s" : "", pp->S, (plan->n_stages + pp->K - 1) / pp->K * pp->R);
+    return st;
+}
+
+ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan, const pipe_hosts_t *hosts,
+                         ipu_status_t st)
+{
+    const ipu_pipeline_params_t *p = pp->p;
+    pp->W = p->warmup > 0 ? p->warmup : 0;
+    pp->t_start = calloc((size_t)p->micro_batches + (size_t)pp->W + 1, sizeof(double));
+    pp->t_end = calloc((size_t)p->micro_batches + (size_t)pp->W + 1, sizeof(double));
+    pp->busy_at_w = calloc((size_t)pp->K, sizeof(double));
+    if (st == IPU_OK && (!pp->t_start || !pp->t_end || !pp->busy_at_w))
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    if (st == IPU_OK)
+        st = pipe_build_links(pp, plan->node_stage);
+    if (st == IPU_OK) {
+        drop_foreign_constants(g, plan->node_stage, pp);
+        st = ipu_graph_materialise(g); /* this rank's weights out of the model file */
+    }
+    if (st == IPU_OK) {
+        ipu_binding_t bind;
+        /* the ranks of this host share its cores */
+        int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K, &bind) == IPU_OK;
+        st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL);
+    }
+    return st;
+}
+
+ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, ipu_status_t st, int *lost)
+{
+    /* every rank reaches here: fail together before any transfer */
+    if ((st = ipu_fault_agree(&pp->fault, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, lost)) ==
+        IPU_OK) {
+        ipu_watchdog_arm(pp->T, pp->rank, "the transport's set-up (its MPI bootstrap)");
+        st = ipu_transport_open(comm, &pp->p->transport, &pp->tr);
+        ipu_watchdog_disarm();
+        pp->fault.tr = pp->tr;
+    }
+    if (st == IPU_OK)
+        st = pipe_post_links(pp);
+    if (st == IPU_OK && pp->world > 1)
+        st = ipu_fault_open_notices(&pp->fault, pp->tr);
+    if (!*lost) /* and the start of the run, all together */
+        st = ipu_fault_agree(&pp->fault, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, lost);
+    return st;
+}
