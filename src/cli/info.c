@@ -1,6 +1,7 @@
 /* ipu-exec info: where each rank runs (host, NUMA node, cores, IPUs and the
  * cores their workers are bound to) and how it reaches the others. */
 #include "cli/cli.h"
+#include "common/launcher.h"
 #include "exec/binding.h"
 #include "transport/transport.h"
 
@@ -14,7 +15,7 @@
 
 int cli_info_main(int argc, char **argv, int ipus_per_rank)
 {
-    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+    int mpi = ipu_launcher().launched;
     int rank = 0, size = 1, lrank = 0, lsize = 1;
     MPI_Comm local = MPI_COMM_NULL;
     (void)argc;

@@ -3,7 +3,9 @@
 #include "cli/cli.h"
 #include "exec/watchdog.h"
 #include "cli/io.h"
+#include "common/launcher.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "exec/ops/registry.h"
 #include "graph/load.h"
 
@@ -119,14 +121,7 @@ int cli_parse_int(const char *s, int lo, int *out)
 
 int cli_launcher_rank(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *e = getenv(vars[i]);
-        int r;
-        if (e && cli_parse_int(e, 0, &r) == 0)
-            return r;
-    }
-    return -1;
+    return ipu_launcher().rank;
 }
 
 void cli_err_line(const char *fmt, ...)
@@ -332,10 +327,8 @@ static int parse(int argc, char **argv, cli_opts_t *o)
  * exits (default 10). */
 static int cli_abort_grace_s(void)
 {
-    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
     int v = 10;
-    if (e && cli_parse_int(e, 0, &v) != 0)
-        v = 10;
+    ipu_setting_int(IPU_SET_IPU_EXEC_ABORT_GRACE, &v);
     return v;
 }
 
@@ -363,7 +356,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     /* under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) join the job */
-    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+    int mpi = ipu_launcher().launched;
     int rank = 0, size = 1;
     if (mpi) {
         MPI_Init(&argc, &argv);
