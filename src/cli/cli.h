@@ -52,8 +52,12 @@ int cli_launcher_rank(void);
  * write, so that lines of several ranks do not interleave. */
 void cli_err_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ipu-exec info [--ipus-per-rank K]: placement and binding of every rank. */
+/* ipu-exec info [--ipus-per-rank K]: placement and binding of every rank;
+ * info --config [--markdown] calls cli_config_main. */
 int cli_info_main(int argc, char **argv, int ipus_per_rank);
+/* Print the settings with their current values and sources, or (markdown)
+ * docs/settings.md; returns the exit code. */
+int cli_config_main(int markdown);
 /* ipu-exec plan ... (argv[0] is "plan"); returns the exit code. */
 int cli_plan_main(int argc, char **argv);
 /* Set input shapes from --inputs DIR or the declared shapes, and infer. */

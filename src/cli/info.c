@@ -1,6 +1,8 @@
 /* ipu-exec info: where each rank runs (host, NUMA node, cores, IPUs and the
- * cores their workers are bound to) and how it reaches the others. */
+ * cores their workers are bound to) and how it reaches the others; with
+ * --config the settings (config.c). */
 #include "cli/cli.h"
+#include "common/launcher.h"
 #include "exec/binding.h"
 #include "transport/transport.h"
 
@@ -14,11 +16,16 @@
 
 int cli_info_main(int argc, char **argv, int ipus_per_rank)
 {
-    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+    int mpi = ipu_launcher().launched;
     int rank = 0, size = 1, lrank = 0, lsize = 1;
     MPI_Comm local = MPI_COMM_NULL;
-    (void)argc;
-    (void)argv;
+    int config = 0, markdown = 0;
+    for (int i = 1; i < argc; i++) {
+        config |= strcmp(argv[i], "--config") == 0;
+        markdown |= strcmp(argv[i], "--markdown") == 0;
+    }
+    if (config) /* no ranks needed */
+        return cli_config_main(markdown);
     if (mpi) {
         MPI_Init(&argc, &argv);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -3,6 +3,7 @@
  * library (exec/session.h, pipeline/pipeline.h) through cli/run.c and exits
  * with the status's code. */
 #include "cli/cli.h"
+#include "common/launcher.h"
 #include "common/log.h"
 #include "pipeline/fault.h"
 
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     /* under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) join the job */
-    int mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+    int mpi = ipu_launcher().launched;
     int rank = 0, size = 1;
     if (mpi) {
         MPI_Init(&argc, &argv);

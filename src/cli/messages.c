@@ -2,6 +2,7 @@
  * launcher's environment, one-write error lines that do not interleave
  * between ranks, usage errors said once, the " (rank R)" tag (cli.h). */
 #include "cli/cli.h"
+#include "common/launcher.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,14 +11,7 @@
 
 int cli_launcher_rank(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *e = getenv(vars[i]);
-        int r;
-        if (e && cli_parse_int(e, 0, &r) == 0)
-            return r;
-    }
-    return -1;
+    return ipu_launcher().rank;
 }
 
 void cli_err_line(const char *fmt, ...)

@@ -18,6 +18,7 @@ static void usage(FILE *f)
 "Usage: " CLI_PROG " MODEL.onnx [OPTIONS]\n"
 "       " CLI_PROG " plan MODEL.onnx [--stages S] [--write FILE]   (see plan --help)\n"
 "       " CLI_PROG " info [--ipus-per-rank K]   (under mpirun: where each rank and IPU runs)\n"
+"       " CLI_PROG " info --config [--markdown]   (every setting, its value and source)\n"
 "Run an ONNX model on simulated IPUs (CPU backend, an IPU Model) and report\n"
 "latency and throughput.\n"
 "\n"
@@ -73,7 +74,7 @@ static void usage(FILE *f)
 "3 internal or transport failure. Works bare and under mpirun -np 1.\n"
 "Environment: IPU_EXEC_LOG_LEVEL=error|warn|info|debug; IPU_EXEC_ABORT_GRACE=S,\n"
 "seconds a rank that lost a peer waits for the launcher to end the job\n"
-"(default 10) before it exits.\n"
+"(default 10) before it exits. All settings: " CLI_PROG " info --config.\n"
 "See the manual page ipu-exec(1) (docs/ipu-exec.1).\n");
 }
 

@@ -6,6 +6,7 @@
  * and the internal host-local / leader communicators of the hierarchical
  * algorithms, and the shared-memory segment of a host. */
 #include "collectives/gcl_internal.h"
+#include "common/settings.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -199,10 +200,8 @@ int gcl_comm_shm(gcl_comm_t *c)
         c->shm_state = -1;
         return 0;
     }
-    const char *s = getenv("GCL_SHM_SLOT_BYTES");
-    size_t slot = s ? strtoull(s, NULL, 0) : 0;
-    if (slot < 4096 || slot > ((size_t)256 << 20)) /* unset or out of range (e.g. "-1") */
-        slot = GCL_SHM_SLOT_BYTES;
+    size_t slot = GCL_SHM_SLOT_BYTES;
+    ipu_setting_size(IPU_SET_GCL_SHM_SLOT_BYTES, &slot);
     gcl_status_t st = gcl_shm_open(c->rank, c->size, slot, shm_allgather_cb, c, &c->shm);
     int ok = st == GCL_OK, *all = malloc((size_t)c->size * sizeof(int));
     int agreed = all != NULL &&

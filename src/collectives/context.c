@@ -3,13 +3,13 @@
  * transport, the host topology from the transport's host names, the world
  * communicator; errors, version, logging. */
 #include "collectives/gcl_internal.h"
+#include "common/settings.h"
 
 #include <stdarg.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <strings.h>
 #include <time.h>
 
 static _Thread_local char last_error[1024];
@@ -107,20 +107,10 @@ void gcl_idle(const gcl_ctx_t *ctx, unsigned spin)
 
 static int read_env(gcl_ctx_t *ctx)
 {
-    const char *s = getenv("GCL_LOG");
-    ctx->log_level = GCL_LOG_QUIET;
-    if (s && !strcasecmp(s, "debug"))
-        ctx->log_level = GCL_LOG_DEBUG;
-    else if (s && !strcasecmp(s, "info"))
-        ctx->log_level = GCL_LOG_INFO;
-    s = getenv("GCL_DEBUG");
-    ctx->debug = s && *s && strcmp(s, "0") != 0;
-    s = getenv("GCL_SEGMENT_BYTES");
-    ctx->seg_bytes = s ? strtoull(s, NULL, 0) : 0;
-    if (ctx->seg_bytes < 4096)
-        ctx->seg_bytes = 256 << 10;
-    const char *no_shm = getenv("GCL_NO_SHM");
-    ctx->no_shm = no_shm != NULL && *no_shm != '\0' && strcmp(no_shm, "0") != 0;
+    ipu_setting_choice(IPU_SET_GCL_LOG, &ctx->log_level); /* quiet, info, debug: GCL_LOG_* */
+    ipu_setting_bool(IPU_SET_GCL_DEBUG, &ctx->debug);
+    ipu_setting_size(IPU_SET_GCL_SEGMENT_BYTES, &ctx->seg_bytes);
+    ipu_setting_bool(IPU_SET_GCL_NO_SHM, &ctx->no_shm);
     return gcl_decision_init(ctx);
 }
 
@@ -131,8 +121,8 @@ static gcl_status_t topology(gcl_ctx_t *ctx)
     ctx->host_of = calloc((size_t)ctx->size, sizeof(int));
     if (ctx->host_of == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_init: out of memory");
-    const char *ppn = getenv("GCL_TOPO_PPN");
-    int k = ppn ? atoi(ppn) : 0;
+    int k = 0;
+    ipu_setting_int(IPU_SET_GCL_TOPO_PPN, &k);
     ctx->nhosts = 0;
     for (int i = 0; i < ctx->size; i++) {
         int h = -1;
@@ -236,9 +226,9 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     }
     /* GCL_YIELD_WHEN_IDLE=1 / 0 forces; by default waits yield on every
      * poll only when this host runs more ranks than it has cores */
-    const char *y = getenv("GCL_YIELD_WHEN_IDLE");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->yield_always = y && *y ? strcmp(y, "0") != 0 : cpus > 0 && c->local_size > cpus;
+    ipu_setting_bool(IPU_SET_GCL_YIELD_WHEN_IDLE, &ctx->yield_always); /* -1: auto */
+    ctx->yield_always = ctx->yield_always >= 0 ? ctx->yield_always : cpus > 0 && c->local_size > cpus;
     gcl_comm_shm_eager(c);
     gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
             ctx->nhosts, ipu_transport_kind_name(ctx->tp));

@@ -12,6 +12,7 @@
  * run on a communicator (shm across hosts, hierarchical on one host) falls
  * back to the table, logged at GCL_LOG=info. */
 #include "collectives/gcl_internal.h"
+#include "common/settings.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,10 @@ static const int coll_algs[GCL_COLL_COUNT][6] = {
 static const char *const coll_names[GCL_COLL_COUNT] = {
     "allreduce", "reduce", "reduce_scatter", "allgather", "broadcast", "alltoall", "barrier",
 };
-static const char *const env_names[GCL_COLL_COUNT] = {
-    "GCL_ALLREDUCE_ALGO", "GCL_REDUCE_ALGO", "GCL_REDUCE_SCATTER_ALGO", "GCL_ALLGATHER_ALGO",
-    "GCL_BROADCAST_ALGO", "GCL_ALLTOALL_ALGO", "GCL_BARRIER_ALGO",
+static const ipu_setting_id_t settings[GCL_COLL_COUNT] = {
+    IPU_SET_GCL_ALLREDUCE_ALGO, IPU_SET_GCL_REDUCE_ALGO,    IPU_SET_GCL_REDUCE_SCATTER_ALGO,
+    IPU_SET_GCL_ALLGATHER_ALGO, IPU_SET_GCL_BROADCAST_ALGO, IPU_SET_GCL_ALLTOALL_ALGO,
+    IPU_SET_GCL_BARRIER_ALGO,
 };
 
 const char *gcl_alg_name(gcl_alg_t a) { return a >= 0 && a < GCL_ALG_COUNT ? alg_names[a] : "?"; }
@@ -58,21 +60,20 @@ gcl_status_t gcl_decision_init(gcl_ctx_t *ctx)
 {
     for (int c = 0; c < GCL_COLL_COUNT; c++) {
         ctx->forced[c] = -1;
-        const char *v = getenv(env_names[c]);
-        if (v == NULL || *v == '\0' || !strcmp(v, "auto"))
+        int choice = 0; /* the table's "auto" or a name of alg_names */
+        if (ipu_setting_choice(settings[c], &choice) >= 0) {
+            for (int k = 0; coll_algs[c][k] >= 0; k++)
+                if (!strcmp(ipu_setting_def(settings[c])->choices[choice], alg_names[coll_algs[c][k]]))
+                    ctx->forced[c] = coll_algs[c][k];
             continue;
-        for (int k = 0; coll_algs[c][k] >= 0; k++)
-            if (!strcmp(v, alg_names[coll_algs[c][k]]))
-                ctx->forced[c] = coll_algs[c][k];
-        if (ctx->forced[c] >= 0)
-            continue;
+        }
         char valid[256] = "";
         for (int k = 0; coll_algs[c][k] >= 0; k++) {
             strcat(valid, k ? ", " : "");
             strcat(valid, alg_names[coll_algs[c][k]]);
         }
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "%s=%s: unknown algorithm; valid: auto, %s", env_names[c], v,
-                             valid);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "%s=%s: unknown algorithm; valid: auto, %s",
+                             ipu_setting_def(settings[c])->name, ipu_setting_env(settings[c]), valid);
     }
     return GCL_OK;
 }
@@ -154,8 +155,8 @@ gcl_alg_t gcl_decide(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
     if (f >= 0) {
         if (applicable(c, coll, (gcl_alg_t)f))
             return (gcl_alg_t)f;
-        gcl_log(c, GCL_LOG_INFO, "%s=%s does not apply here; using the table", env_names[coll],
-                alg_names[f]);
+        gcl_log(c, GCL_LOG_INFO, "%s=%s does not apply here; using the table",
+                ipu_setting_def(settings[coll])->name, alg_names[f]);
     }
     return table(c, coll, bytes);
 }

@@ -65,6 +65,7 @@
 #include "collectives/copy.h"
 #include "collectives/reduce_local.h"
 #include "collectives/shm_mem.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -1417,29 +1418,25 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         slot_bytes = GCL_SHM_SLOT_BYTES;
     s->slot = round_up(slot_bytes < (size_t)64 * 2 * local_size ? (size_t)64 * 2 * local_size
                                                                  : slot_bytes, 4096);
-    const char *env = getenv("GCL_SHM_ONESHOT_MAX");
-    s->oneshot_max = env && *env ? strtoull(env, NULL, 0) : ONESHOT_MAX_DEFAULT;
-    env = getenv("GCL_SHM_DIRECT_MIN");
+    ipu_setting_size(IPU_SET_GCL_SHM_ONESHOT_MAX, &s->oneshot_max);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    s->direct_min = env && *env                      ? strtoull(env, NULL, 0)
-                    : cpus > 0 && local_size > cpus ? (size_t)ONESHOT_MAX_DEFAULT + 1
-                                                     : DIRECT_MIN_DEFAULT;
+    s->direct_min = cpus > 0 && local_size > cpus ? (size_t)ONESHOT_MAX_DEFAULT + 1 : DIRECT_MIN_DEFAULT;
+    ipu_setting_size(IPU_SET_GCL_SHM_DIRECT_MIN, &s->direct_min);
     if (s->direct_min <= INL_BYTES) /* (inline messages are never direct) */
         s->direct_min = INL_BYTES + 1;
     /* streaming stores once the send and receive buffers of all members
      * exceed the last-level cache (2 ranks: a quarter of it) */
-    env = getenv("GCL_SHM_STREAM_BYTES");
-    size_t llc = llc_bytes();
-    s->stream_min = env && *env ? strtoull(env, NULL, 0) : llc / (2 * (size_t)local_size);
-    env = getenv("GCL_SHM_STAGE_NT");
-    s->stage_nt = env && *env && strcmp(env, "auto") != 0 ? atoi(env) != 0 : -1;
-    env = getenv("GCL_SHM_STAGE_NT_MIN");
-    s->stage_nt_min = env && *env ? strtoull(env, NULL, 0) : NT_MIN_BYTES;
-    s->stage_nt_min_red = env && *env ? s->stage_nt_min : NT_MIN_RED_BYTES;
+    s->stream_min = llc_bytes() / (2 * (size_t)local_size);
+    ipu_setting_size(IPU_SET_GCL_SHM_STREAM_BYTES, &s->stream_min);
+    ipu_setting_bool(IPU_SET_GCL_SHM_STAGE_NT, &s->stage_nt); /* -1: auto */
+    s->stage_nt_min = NT_MIN_BYTES;
+    s->stage_nt_min_red = NT_MIN_RED_BYTES;
+    if (ipu_setting_size(IPU_SET_GCL_SHM_STAGE_NT_MIN, &s->stage_nt_min) > 0)
+        s->stage_nt_min_red = s->stage_nt_min;
     size_t ctl = round_up(LINE + (size_t)local_size * 3 * LINE, 4096);
-    env = getenv("GCL_SHM_NBUF");
-    s->nbuf = env && *env ? strtoull(env, NULL, 0) : 3;
-    s->nbuf = s->nbuf < 3 ? 3 : s->nbuf > NBUF ? NBUF : s->nbuf;
+    int nbuf = 3;
+    ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &nbuf); /* 3..NBUF */
+    s->nbuf = (size_t)nbuf;
     s->bytes = ctl + (size_t)local_size * s->nbuf * s->slot;
 
     gcl_status_t st = GCL_OK;

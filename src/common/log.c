@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/settings.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +12,8 @@ static int log_rank = -1;
 
 void ipu_log_init(int rank)
 {
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    const char *env = getenv("IPU_EXEC_LOG_LEVEL");
     log_rank = rank;
-    if (env == NULL)
-        return;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(env, names[i]) == 0)
-            ipu_log_level_current = i;
+    ipu_setting_choice(IPU_SET_IPU_EXEC_LOG_LEVEL, &ipu_log_level_current); /* error..debug: IPU_LOG_* */
 }
 
 void ipu_log_emit(ipu_log_level_t level, const char *file, int line, const char *fmt, ...)

@@ -3,6 +3,7 @@
  * failed alone (fault.h). */
 #include "pipeline/fault.h"
 
+#include "common/settings.h"
 #include "transport/lost.h"
 
 #include <stdio.h>
@@ -65,13 +66,8 @@ ipu_status_t ipu_fault_agree(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, con
  * exits (default 10; an integer from 0 to 1000000000). */
 static int abort_grace_s(void)
 {
-    const char *e = getenv("IPU_EXEC_ABORT_GRACE");
     int v = 10;
-    if (e) {
-        char *end;
-        long l = strtol(e, &end, 10);
-        v = end == e || *end || l < 0 || l > 1000000000 ? 10 : (int)l;
-    }
+    ipu_setting_int(IPU_SET_IPU_EXEC_ABORT_GRACE, &v);
     return v;
 }
 

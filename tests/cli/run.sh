@@ -4,6 +4,7 @@
 # name, --output-dir round trip, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
+# info --config and docs/settings.md, a warning for an invalid setting;
 # under mpirun: usage errors said once, --replicas without --batches.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
@@ -77,6 +78,21 @@ expect 0 "list-ops" "^Conv " -- "$EXE" --list-ops
 "$EXE" --list-ops | LC_ALL=C sort | awk '{print "| " $1 " | " $2 " |"}' > "$W/ops"
 if grep '^| [A-Z]' "$top_srcdir/docs/ops.md" | diff - "$W/ops" >/dev/null; then echo "ok: docs/ops.md is current"
 else echo "FAIL: docs/ops.md differs from --list-ops (run scripts/gen-ops-doc.sh)"; fails=$((fails + 1)); fi
+# settings (src/common/settings.c): info --config lists every one, bare, with
+# where its value comes from; docs/settings.md is generated from the table
+sed -n 's/^    IPU_SET_\([A-Z0-9_]*\),$/\1/p' "$top_srcdir/src/common/settings.h" >"$W/names"
+GCL_SHM_NBUF=5 IPU_EXEC_ABORT_GRACE=soon "$EXE" info --config >"$W/cfg" 2>"$W/err"; rc=$?
+[ "$rc" -eq 0 ] && [ ! -s "$W/err" ] && [ -s "$W/names" ] && grep -v '^#' "$W/cfg" | sed 's/=.*//' | diff "$W/names" - >/dev/null &&
+    ok "info --config lists every setting" || fail "info --config (exit $rc): $(cat "$W/cfg" "$W/err")"
+grep -q '^GCL_SHM_NBUF=5 *(environment)' "$W/cfg" && grep -q '^GCL_SHM_ONESHOT_MAX=16K *(default)' "$W/cfg" &&
+    grep -q '^IPU_EXEC_ABORT_GRACE=10 *(default: environment value invalid)' "$W/cfg" &&
+    ok "info --config: values from the environment and defaults" || fail "info --config sources: $(cat "$W/cfg")"
+if "$EXE" info --config --markdown | diff "$top_srcdir/docs/settings.md" - >/dev/null; then ok "docs/settings.md is current"
+else fail "docs/settings.md differs from ipu-exec info --config --markdown (regenerate it with that)"; fi
+expect 0 "an invalid setting: one warning, the default used" "^ipu-exec: warning: IPU_EXEC_LOG_LEVEL=loud: expected one of error, warn, info, debug; using the default, warn\$" -- env IPU_EXEC_LOG_LEVEL=loud "$EXE" "$M/model.onnx"
+one_line "an invalid setting"
+n=$(grep -rl getenv "$top_srcdir/src" | wc -l)
+[ "$n" -le 2 ] && ok "getenv in src/ only in settings.c and launcher.c" || fail "getenv outside the settings table: $(grep -rl getenv "$top_srcdir/src")"
 if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     mpi() { timeout 120 "${MPIRUN:-mpirun}" "$@"; }
