@@ -144,8 +144,7 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
         if (c->timeout_s > 0)
             r->timed = 1;
         gcl_log(c, GCL_LOG_INFO, "%s #%u: %zu x %s (%zu B) algorithm %s", r->name, r->seq, a->count,
-                a->coll == GCL_COLL_BARRIER ? "-" : (const char *[]){"f32", "f64", "f16", "bf16", "i8", "u8",
-                                                                     "i32", "i64"}[a->dtype],
+                a->coll == GCL_COLL_BARRIER ? "-" : gcl_dtype_info(a->dtype)->name,
                 bytes, r->algo);
         st = gcl_req_progress(r); /* post the first steps now */
         if (st != GCL_OK && st != GCL_IN_PROGRESS) {

@@ -15,7 +15,9 @@
 
 #include "gcl/gcl.h"
 #include "collectives/clock.h"
+#include "collectives/errors.h"
 #include "collectives/shm.h"
+#include "collectives/types.h"
 #include "common/status.h"
 #include "transport/lost.h"
 #include "transport/transport.h"
@@ -149,10 +151,6 @@ struct gcl_request {
     char errmsg[256];          /* the message of err, for a later test or wait */
 };
 
-/* Thread-local error message of libgcl; returns st. */
-gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Translate a transport status; the transport's message is kept. */
-gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what);
 /* Lost-rank notices (transport/lost.h), one set per context. Once a loss is
  * known (a notice came, or this rank found one) every call of the context
  * fails with GCL_ERR_TRANSPORT, "gcl_<what>: lost rank X on host H ...; the

@@ -9,6 +9,7 @@
 #include "collectives/gcl_internal.h"
 #include "collectives/reduce_local.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -585,6 +586,16 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
         return timed_out(r);
     }
     return st;
+}
+
+void gcl_idle(const gcl_ctx_t *ctx, unsigned spin)
+{
+    if (ctx->yield_always || (spin & 255) == 255)
+        sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+        __builtin_ia32_pause(); /* leave the core's pipeline to an SMT sibling */
+#endif
 }
 
 gcl_status_t gcl_req_wait(gcl_request_t *r)

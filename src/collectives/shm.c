@@ -63,14 +63,13 @@
 
 #include "collectives/clock.h"
 #include "collectives/copy.h"
+#include "collectives/errors.h"
 #include "collectives/reduce_local.h"
 #include "collectives/shm_mem.h"
-#include "common/status.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -214,19 +213,6 @@ struct gcl_shm {
 
 /* ------------------------------------------------------------- helpers */
 
-static gcl_status_t fail(gcl_status_t gst, ipu_status_t ist, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static gcl_status_t fail(gcl_status_t gst, ipu_status_t ist, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    ipu_error(ist, "%s", msg);
-    return gst;
-}
-
 static gcl_status_t broken_error(const gcl_shm_t *s, const char *what);
 
 static inline in_line_t *in_line(const gcl_shm_t *s, int j)
@@ -300,12 +286,6 @@ static inline int can_write(gcl_shm_t *s, uint64_t g)
         if (j != s->rank && !read_before(s, j, g))
             return 0;
     return 1;
-}
-
-static size_t esize(gcl_dtype_t dt)
-{
-    static const unsigned char sz[GCL_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 8};
-    return (unsigned)dt < GCL_DTYPE_COUNT ? sz[dt] : 0;
 }
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -698,17 +678,17 @@ static gcl_status_t op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_
                            gcl_shm_op_t **op)
 {
     if (out == NULL)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL op pointer", what);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: NULL op pointer", what);
     *out = NULL;
     if (s == NULL)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL segment", what);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: NULL segment", what);
     if (s->broken)
         return broken_error(s, what);
     gcl_shm_op_t *o = s->free_ops;
     if (o != NULL)
         s->free_ops = o->next;
     else if ((o = malloc(sizeof(*o))) == NULL)
-        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_%s: out of memory", what);
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_%s: out of memory", what);
     memset(o, 0, sizeof(*o));
     o->shm = s;
     o->kind = kind;
@@ -810,19 +790,18 @@ static gcl_status_t check_common(gcl_shm_t *s, const char *what, size_t count, g
                                  int op, int root)
 {
     if ((unsigned)dt >= GCL_DTYPE_COUNT)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: bad dtype %d", what,
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: bad dtype %d", what,
                     (int)dt);
     if (op >= 0 && (unsigned)op >= GCL_OP_COUNT)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: bad op %d", what, op);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: bad op %d", what, op);
     if (root < -1 || root >= s->size)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
-                    "gcl_shm_%s: root %d out of range [0, %d)", what, root, s->size);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: root %d out of range [0, %d)", what, root, s->size);
     (void)count;
     return GCL_OK;
 }
 
 #define NULLBUF(p, what)                                                        \
-    fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_%s: NULL %s buffer", what, p)
+    gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_%s: NULL %s buffer", what, p)
 
 /* allreduce and reduce */
 static gcl_status_t reduce_start(gcl_shm_t *s, int kind, const char *what, const void *send,
@@ -851,7 +830,7 @@ static gcl_status_t reduce_start(gcl_shm_t *s, int kind, const char *what, const
     o->dt = dt;
     o->op = op;
     o->root = root;
-    o->es = esize(dt);
+    o->es = gcl_dtype_size(dt);
     size_t bytes = count * o->es, nseg;
     if (s->size == 1) { /* local copy, no segments */
         if (count > 0 && o->out != o->in)
@@ -882,8 +861,7 @@ gcl_status_t gcl_shm_reduce_start(gcl_shm_t *shm, const void *send, void *recv, 
     if (shm != NULL && (root < 0 || root >= shm->size)) {
         if (out)
             *out = NULL;
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
-                    "gcl_shm_reduce: root %d out of range [0, %d)", root, shm->size);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_reduce: root %d out of range [0, %d)", root, shm->size);
     }
     return reduce_start(shm, K_REDUCE, "reduce", send, recv, count, dtype, op, root, out);
 }
@@ -910,7 +888,7 @@ gcl_status_t gcl_shm_reduce_scatter_start(gcl_shm_t *s, const void *send, void *
     o->dt = dt;
     o->op = op;
     o->root = -1;
-    o->es = esize(dt);
+    o->es = gcl_dtype_size(dt);
     size_t nseg = 0;
     if (s->size == 1) {
         if (count > 0 && o->out != o->in)
@@ -942,7 +920,7 @@ gcl_status_t gcl_shm_allgather_start(gcl_shm_t *s, const void *send, void *recv,
         op_release(o);
         return st;
     }
-    o->es = esize(dt);
+    o->es = gcl_dtype_size(dt);
     o->in = send == GCL_IN_PLACE ? (const char *)recv + (size_t)s->rank * count * o->es : send;
     o->out = recv;
     o->count = count;
@@ -969,14 +947,14 @@ gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *s, void *b, size_t count, gcl_dt
         return st;
     st = check_common(s, "broadcast", count, dt, -1, root);
     if (st == GCL_OK && root < 0)
-        st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_broadcast: root %d", root);
+        st = gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_broadcast: root %d", root);
     if (st == GCL_OK && count > 0 && (b == NULL || b == GCL_IN_PLACE))
         st = NULLBUF("data", "broadcast");
     if (st != GCL_OK) {
         op_release(o);
         return st;
     }
-    o->es = esize(dt);
+    o->es = gcl_dtype_size(dt);
     o->out = b;
     o->count = count;
     o->dt = dt;
@@ -1193,16 +1171,13 @@ int gcl_shm_waited(const gcl_shm_t *s)
 static gcl_status_t broken_error(const gcl_shm_t *s, const char *what)
 {
     if (s->broken == 2)
-        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                    "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
+        return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
                     "the job cannot continue", what, s->lost_rank, s->size, s->lost_pid);
     if (s->broken == 3)
-        return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                    "gcl_shm_%s: rank %d of %d on this host gave up on the segment after an error "
+        return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: rank %d of %d on this host gave up on the segment after an error "
                     "of its own (its message says which); the job cannot continue", what,
                     s->lost_rank, s->size);
-    return fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled operation",
+    return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: the shared-memory segment was abandoned after a cancelled operation",
                 what);
 }
 
@@ -1212,7 +1187,7 @@ static const char *const kind_name[K_COUNT] = {"allreduce", "reduce", "reduce_sc
 gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
 {
     if (op == NULL)
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG, "gcl_shm_progress: NULL op");
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_progress: NULL op");
     gcl_shm_t *s = op->shm;
     while (!op->done) {
         gcl_shm_op_t *h = s->head;
@@ -1311,23 +1286,20 @@ static gcl_status_t attach(gcl_shm_t *s, const char *name, int create, size_t by
 {
     int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
     if (fd < 0)
-        return fail(errno == EEXIST ? GCL_ERR_TRANSPORT : GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
-                    "gcl_shm_open: shm_open(%s): %s", name, strerror(errno));
+        return gcl_set_error(errno == EEXIST ? GCL_ERR_TRANSPORT : GCL_ERR_NO_MEMORY, "gcl_shm_open: shm_open(%s): %s", name, strerror(errno));
     if (create) {
         int rc = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
         if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
             close(fd);
             shm_unlink(name);
-            return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
-                        "gcl_shm_open: reserving %zu bytes of shared memory (%s): %s", bytes,
+            return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: reserving %zu bytes of shared memory (%s): %s", bytes,
                         name, strerror(rc));
         }
     } else {
         struct stat st;
         if (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
             close(fd);
-            return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
-                        "gcl_shm_open: %s holds fewer than the %zu bytes expected", name, bytes);
+            return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: %s holds fewer than the %zu bytes expected", name, bytes);
         }
     }
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -1336,7 +1308,7 @@ static gcl_status_t attach(gcl_shm_t *s, const char *name, int create, size_t by
     if (p == MAP_FAILED) {
         if (create)
             shm_unlink(name);
-        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes (%s): %s",
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes (%s): %s",
                     bytes, name, strerror(e));
     }
     s->base = p;
@@ -1388,8 +1360,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
 {
     if (out == NULL || local_size < 1 || local_rank < 0 || local_rank >= local_size ||
         (local_size > 1 && allgather == NULL))
-        return fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
-                    "gcl_shm_open: bad arguments (local rank %d of %d, allgather %s)", local_rank,
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_open: bad arguments (local rank %d of %d, allgather %s)", local_rank,
                     local_size, allgather ? "set" : "NULL");
     *out = NULL;
     gcl_shm_t *s = calloc(1, sizeof(*s));
@@ -1398,7 +1369,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     if (s == NULL || seen == NULL || posix_memalign(&blk, 64, SUB_BYTES) != 0) {
         free(s);
         free(seen);
-        return fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
     }
     s->blk = blk;
     s->rank = local_rank;
@@ -1446,7 +1417,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
     if (local_size == 1) {
         void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
-            st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes: %s",
+            st = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes: %s",
                       s->bytes, strerror(errno));
         else
             s->base = p;
@@ -1455,7 +1426,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         memset(&msg, 0, sizeof(msg));
         int ok = 0;
         if (all == NULL) {
-            st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
+            st = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
         } else if (local_rank == 0) {
             for (int tries = 0; tries < 16; tries++) {
                 snprintf(msg.name, sizeof(msg.name), "/gcl-%d-%u", (int)getpid(),
@@ -1476,24 +1447,20 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         }
         /* 1: rank 0 publishes the name (or its failure) */
         if (all != NULL && allgather(&msg, all, sizeof(msg), arg) != 0)
-            st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
+            st = gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
         else if (all != NULL && local_rank != 0) {
             if (!all[0].ok)
-                st = fail(GCL_ERR_NO_MEMORY, IPU_ERR_NO_MEMORY,
-                          "gcl_shm_open: local rank 0 could not create the segment");
+                st = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: local rank 0 could not create the segment");
             else if (all[0].bytes != s->bytes)
-                st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
-                          "gcl_shm_open: segment sizes differ (%zu here, %zu at local rank 0): "
+                st = gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_open: segment sizes differ (%zu here, %zu at local rank 0): "
                           "slot_bytes and GCL_SHM_NBUF must agree", s->bytes, (size_t)all[0].bytes);
             else {
                 all[0].name[sizeof(all[0].name) - 1] = 0;
                 st = attach(s, all[0].name, 0, s->bytes);
                 if (st == GCL_OK && ((header_t *)(void *)s->base)->magic != SHM_MAGIC)
-                    st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                              "gcl_shm_open: %s is not a libgcl segment", all[0].name);
+                    st = gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_open: %s is not a libgcl segment", all[0].name);
                 else if (st == GCL_OK && ((header_t *)(void *)s->base)->slot != s->slot)
-                    st = fail(GCL_ERR_INVALID_ARG, IPU_ERR_INVALID_ARG,
-                              "gcl_shm_open: staging slots differ (%zu bytes here, %zu at local "
+                    st = gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_open: staging slots differ (%zu bytes here, %zu at local "
                               "rank 0): slot_bytes and GCL_SHM_NBUF must agree", s->slot,
                               (size_t)((header_t *)(void *)s->base)->slot);
             }
@@ -1506,12 +1473,11 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         int32_t mine = ok;
         if (all != NULL && allgather(&mine, oks, sizeof(mine), arg) != 0) {
             if (st == GCL_OK)
-                st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
+                st = gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_open: allgather failed");
         } else if (all != NULL && st == GCL_OK) {
             for (int j = 0; j < local_size; j++)
                 if (!oks[j]) {
-                    st = fail(GCL_ERR_TRANSPORT, IPU_ERR_TRANSPORT,
-                              "gcl_shm_open: local rank %d could not attach the segment", j);
+                    st = gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_open: local rank %d could not attach the segment", j);
                     break;
                 }
         }
