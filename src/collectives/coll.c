@@ -66,14 +66,6 @@ static gcl_status_t build_trivial(gcl_request_t *r, const gcl_args_t *a)
     return r->err;
 }
 
-gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a)
-{
-    gcl_args_t s = *a;
-    s.op = r->op;
-    gcl_s_shm(r, &s, -1, -1);
-    return r->err;
-}
-
 static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
     if (r->comm->size == 1 || (a->count == 0 && a->coll != GCL_COLL_BARRIER))
@@ -102,15 +94,13 @@ static const gcl_request_t *oldest_live(const gcl_comm_t *c)
     return NULL;
 }
 
-gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out)
+/* The request path once the arguments are checked: the call's place among
+ * the outstanding ones, the algorithm (alg < 0: decide now), the schedule,
+ * the AVG division, the timeout, the log line, the first steps. */
+static gcl_status_t start(gcl_comm_t *c, const gcl_args_t *a, int internal, size_t bytes, int alg,
+                          gcl_request_t **out)
 {
-    gcl_status_t st = check(c, a);
-    /* GCL_DEBUG: an argument error goes to every member (it would leave
-     * the others a call ahead) */
-    if (c != NULL && !internal && c->ctx->debug)
-        st = gcl_debug_check(c, a, st);
-    if (st != GCL_OK)
-        return st;
+    gcl_status_t st;
     /* a call's tags carry its sequence number modulo 2^GCL_SEQ_BITS: a
      * call that far ahead of one still outstanding would take its data */
     const gcl_request_t *old = internal ? NULL : oldest_live(c);
@@ -119,15 +109,16 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
                              "gcl_%s: %u collective calls on communicator %u are outstanding since #%u, "
                              "the most there may be: complete some (gcl_wait/gcl_test) before starting more",
                              gcl_coll_name(a->coll), c->seq - old->seq, c->id, old->seq);
-    size_t bytes = coll_bytes(c, a);
-    gcl_alg_t alg = gcl_decide(c, a->coll, bytes);
-    if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))
-        alg = gcl_decide(c, a->coll, bytes); /* shm_state is now -1: the table again */
+    if (alg < 0) {
+        alg = gcl_decide(c, a->coll, bytes);
+        if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))
+            alg = gcl_decide(c, a->coll, bytes); /* shm_state is now -1: the table again */
+    }
     gcl_request_t *r = gcl_req_new(c, a->coll, gcl_coll_name(a->coll), GCL_SCOPE_COLL, a->dtype, a->op);
     if (r == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", gcl_coll_name(a->coll));
-    r->algo = gcl_alg_name(alg);
-    st = build(r, a, alg);
+    r->algo = gcl_alg_name((gcl_alg_t)alg);
+    st = build(r, a, (gcl_alg_t)alg);
     if (st == GCL_OK && r->err)
         st = r->err;
     if (st != GCL_OK) {
@@ -157,72 +148,37 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
     return GCL_OK;
 }
 
-/* A blocking collective on shared memory skips the request and its
- * schedule: one shm op, polled here, so a small allreduce costs the flag
- * exchange itself. Earlier non-blocking shm ops of the communicator still
- * complete first (the segment's queue keeps the call order). Same results
- * as the request path (AVG: SUM, then one division). */
-static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
+/* A blocking call may run on shared memory without a request
+ * (gcl_shm_direct): the segment is open, no GCL_DEBUG check or log line is
+ * wanted, and there is something to do. */
+static int direct_ok(const gcl_comm_t *c, const gcl_args_t *a)
 {
-    const char *n = gcl_coll_name(a->coll);
-    int avg = a->op == GCL_AVG && is_reduction(a->coll);
-    gcl_args_t s = *a;
-    s.op = avg ? GCL_SUM : a->op;
-    gcl_shm_op_t *op;
-    c->seq++; /* as a request would take */
-    gcl_status_t st = gcl_shm_start_args(c->shm, &s, &op);
-    if (st != GCL_OK)
-        return gcl_comm_shm_error(c, n, st);
-    double deadline = 0;
-    for (unsigned spin = 0; (st = gcl_shm_progress(op)) == GCL_IN_PROGRESS; spin++) {
-        if ((spin & 63) == 0 && c->timeout_s > 0) {
-            double now = gcl_now();
-            if (deadline == 0)
-                deadline = now + c->timeout_s;
-            else if (now > deadline) {
-                int j = gcl_shm_waited(c->shm);
-                gcl_shm_cancel(op);
-                if (j < 0 || j >= c->size)
-                    return gcl_set_error(GCL_ERR_TIMED_OUT,
-                                         "gcl_%s (shm) on communicator %u (rank %d of %d) timed out "
-                                         "after %.3g s waiting for the other members", n, c->id,
-                                         c->rank, c->size, c->timeout_s);
-                return gcl_set_error(GCL_ERR_TIMED_OUT,
-                                     "gcl_%s (shm) on communicator %u (rank %d of %d) timed out after "
-                                     "%.3g s waiting for rank %d (world rank %d, host %s)", n, c->id,
-                                     c->rank, c->size, c->timeout_s, j, c->world[j],
-                                     ipu_transport_host(c->ctx->tp, c->world[j]));
-            }
-        }
-        if ((spin & 15) == 15 && (st = gcl_ctx_notice(c->ctx, n)) != GCL_OK) {
-            gcl_shm_abandon(op); /* a rank lost elsewhere: stop, and say so here */
-            return st;
-        }
-        if (c->ctx->live && (spin & 15) == 0)
-            gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */
-        gcl_idle(c->ctx, spin);
-    }
-    if (st != GCL_OK)
-        return gcl_comm_shm_error(c, n, st); /* a member lost, or the segment abandoned */
-    if (avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
-        gcl_reduce_finish_avg(a->recv, a->count, a->dtype, c->size);
-    return st;
+    return c->shm_state > 0 && c->size > 1 && !c->ctx->debug && c->ctx->log_level == GCL_LOG_QUIET &&
+           a->coll != GCL_COLL_ALLTOALL && (a->count > 0 || a->coll == GCL_COLL_BARRIER);
 }
 
-gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a)
+gcl_status_t gcl_coll_post(gcl_comm_t *c, const gcl_args_t *a, gcl_request_t **req)
 {
-    gcl_status_t st;
-    if (c != NULL && c->shm_state > 0 && c->size > 1 && !c->ctx->debug &&
-        c->ctx->log_level == GCL_LOG_QUIET && a->coll != GCL_COLL_ALLTOALL &&
-        (a->count > 0 || a->coll == GCL_COLL_BARRIER)) {
-        if ((st = check(c, a)) != GCL_OK)
-            return st;
-        if (gcl_decide(c, a->coll, coll_bytes(c, a)) == GCL_ALG_SHM)
-            return shm_direct(c, a);
-    }
+    gcl_status_t st = check(c, a);
+    /* GCL_DEBUG: an argument error goes to every member (it would leave
+     * the others a call ahead) */
+    if (c != NULL && c->ctx->debug)
+        st = gcl_debug_check(c, a, st);
+    if (st != GCL_OK)
+        return st;
+    size_t bytes = coll_bytes(c, a);
+    int alg = -1;
+    if (req == NULL && direct_ok(c, a) && (alg = gcl_decide(c, a->coll, bytes)) == GCL_ALG_SHM)
+        return gcl_shm_direct(c, a);
     gcl_request_t *r;
-    st = gcl_coll_start(c, a, 0, &r);
-    return st == GCL_OK ? gcl_wait(&r) : st;
+    st = start(c, a, 0, bytes, alg, &r);
+    if (st != GCL_OK)
+        return st;
+    if (req != NULL) {
+        *req = r;
+        return GCL_OK;
+    }
+    return gcl_wait(&r);
 }
 
 int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n)
@@ -267,7 +223,9 @@ int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
         r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for a sub-communicator", r->name);
         return -1;
     }
-    gcl_status_t st = gcl_coll_start(sub, a, 1, &ch);
+    gcl_status_t st = check(sub, a);
+    if (st == GCL_OK)
+        st = start(sub, a, 1, coll_bytes(sub, a), -1, &ch);
     if (st != GCL_OK) {
         r->err = st;
         return -1;

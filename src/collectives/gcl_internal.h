@@ -194,6 +194,10 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
 /* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
 gcl_status_t gcl_req_progress(gcl_request_t *r);
+/* One test of r (others: the context's other live requests progressed
+ * first) with its timeout and lost-rank checks; GCL_OK, GCL_IN_PROGRESS or
+ * an error (r is not freed). */
+gcl_status_t gcl_req_test(gcl_request_t *r, int others);
 /* Blocking wait for an internal request (frees it). */
 gcl_status_t gcl_req_wait(gcl_request_t *r);
 
@@ -226,11 +230,16 @@ const char *gcl_alg_name(gcl_alg_t a);
 const char *gcl_coll_name(gcl_coll_t c);
 int gcl_shm_possible(const gcl_comm_t *c);
 
-/* collectives */
-/* Validate, check (GCL_DEBUG), choose, build: the front end of every
- * collective. internal: a child of another request (no check, no log). */
-gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out);
-gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a);
+/* collectives (coll.c) */
+/* The one path of every public collective call: validate, check
+ * (GCL_DEBUG), choose the algorithm, then run it: req NULL (blocking) on
+ * shared memory directly where it can (gcl_shm_direct), else as a request
+ * waited for; req set: the request started, in *req. Each step once. */
+gcl_status_t gcl_coll_post(gcl_comm_t *c, const gcl_args_t *a, gcl_request_t **req);
+/* Point-to-point (p2p.c): validate, build and post a send or receive
+ * request (the user's tag in the point-to-point scope); *req on success. */
+gcl_status_t gcl_p2p_start(int is_send, const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag,
+                           gcl_comm_t *comm, gcl_request_t **req);
 /* GCL_DEBUG: allgather every member's call (and whether its own argument
  * check, local, failed); GCL_ERR_MISMATCH where they differ or another
  * member's arguments were invalid, local (with its message) where this
@@ -283,9 +292,12 @@ int gcl_knomial_radix(size_t bytes);
 int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep);
 /* Number of pipelining segments for blocks of up to maxcnt elements. */
 int gcl_nseg(const gcl_request_t *r, size_t maxcnt);
+/* shm_coll.c: the "shm" algorithm as one op of r's schedule; the shm op a
+ * describes started on shm; a blocking call run on c's segment without a
+ * request (c's segment open; same results and errors as the request path). */
 gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a);
-/* Start the shm op a describes on shm (schedule.c). */
 gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_t **op);
+gcl_status_t gcl_shm_direct(gcl_comm_t *c, const gcl_args_t *a);
 /* Called by every wait loop on each unsuccessful poll (spin counts them):
  * yields the core every time when ranks outnumber cores (as Open MPI's
  * mpi_yield_when_idle), else every 256th poll. */

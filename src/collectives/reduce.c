@@ -119,19 +119,3 @@ gcl_status_t gcl_reduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t a
     r->algo = "knomial";
     return reduce_knomial(r, a);
 }
-
-gcl_status_t gcl_reduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op, int root,
-                        gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE, send, recv, count, dtype, op, root};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ireduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op, int root,
-                         gcl_comm_t *comm, gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE, send, recv, count, dtype, op, root};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ireduce: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
-}
