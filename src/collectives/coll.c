@@ -181,39 +181,6 @@ gcl_status_t gcl_coll_post(gcl_comm_t *c, const gcl_args_t *a, gcl_request_t **r
     return gcl_wait(&r);
 }
 
-int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n)
-{
-    b->off = gcl_req_alloc(r, 2 * (size_t)n * sizeof(size_t));
-    if (b->off == NULL)
-        return -1;
-    b->cnt = b->off + n;
-    b->n = n;
-    size_t q = count / (size_t)n, rem = count % (size_t)n, o = 0;
-    for (int i = 0; i < n; i++) {
-        b->cnt[i] = q + ((size_t)i < rem);
-        b->off[i] = o;
-        o += b->cnt[i];
-    }
-    b->maxcnt = q + (rem > 0);
-    return 0;
-}
-
-int gcl_nseg(const gcl_request_t *r, size_t maxcnt)
-{
-    size_t bytes = maxcnt * r->esz, seg = r->comm->ctx->seg_bytes;
-    size_t n = (bytes + seg - 1) / seg;
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
-
-void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt)
-{
-    size_t lo = (size_t)j * se, c = b->cnt[i];
-    lo = lo < c ? lo : c;
-    size_t hi = lo + se < c ? lo + se : c;
-    *off = b->off[i] + lo;
-    *cnt = hi - lo;
-}
-
 int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
 {
     gcl_request_t *ch;

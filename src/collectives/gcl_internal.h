@@ -255,13 +255,13 @@ gcl_status_t gcl_broadcast_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_
 gcl_status_t gcl_alltoall_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
 gcl_status_t gcl_barrier_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
 
-/* Shared phases (blocks: off[i], cnt[i] elements of block i, size blocks). */
+/* Shared phases (phases.c; blocks: off[i], cnt[i] elements of block i, size blocks). */
 typedef struct gcl_blocks {
     size_t *off, *cnt, maxcnt;
     int n;
 } gcl_blocks_t;
 int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n);
-/* Ring reduce-scatter (reduce_scatter.c): rank r ends with block r reduced,
+/* Ring reduce-scatter: rank r ends with block r reduced,
  * in out_full + off[r] if out_full, else in final_r (intermediate blocks in
  * a workspace). in: each rank's full input. red[j] (nseg entries) receive
  * the final reduce op of each segment of block r; sends[] (nsteps * nseg,
@@ -269,7 +269,7 @@ int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n);
  * reading in waits for dep0. *nseg_out: segments (in: > 0 to impose). */
 int gcl_ring_rs_phase(gcl_request_t *r, const char *in, char *out_full, char *final_r,
                       const gcl_blocks_t *b, unsigned step0, int dep0, int *red, int *sends, int *nseg_out);
-/* Ring allgather (allgather.c) of blocks in buf, rank r's block ready after
+/* Ring allgather of blocks in buf, rank r's block ready after
  * ops first[j] (per segment j; may be NULL); recv_after[s*nseg+j] (may be
  * NULL) is a dependency for the receive of step s, segment j. */
 int gcl_ring_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, unsigned step0,
@@ -284,7 +284,7 @@ int gcl_rd_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, int vran
                     unsigned step0, int dep);
 /* Segment j of block i (nseg segments of se elements): offset, count. */
 void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt);
-/* k-nomial tree (reduce.c): parent (-1 at the root) and children of
+/* k-nomial tree: parent (-1 at the root) and children of
  * virtual rank v (root 0); returns the number of children. */
 int gcl_knomial_tree(int v, int p, int radix, int *parent, int *children);
 int gcl_knomial_radix(size_t bytes);

@@ -11,33 +11,6 @@
  *    (any size) and a direct gather. */
 #include "collectives/gcl_internal.h"
 
-/* The k-nomial tree of virtual rank v (root 0) among p: parent (-1 for the
- * root) and children in the order their subtrees complete (smallest
- * first). Returns the number of children. UCC's ucc_knomial_pattern. */
-int gcl_knomial_tree(int v, int p, int radix, int *parent, int *children)
-{
-    int mask = 1;
-    *parent = -1;
-    while (mask < p) {
-        if (v % (mask * radix)) {
-            *parent = v - v % (mask * radix);
-            break;
-        }
-        mask *= radix;
-    }
-    int n = 0;
-    for (int m = 1; m < mask; m *= radix)
-        for (int j = 1; j < radix; j++)
-            if (v + j * m < p)
-                children[n++] = v + j * m;
-    return n;
-}
-
-int gcl_knomial_radix(size_t bytes)
-{
-    return bytes <= (16u << 10) ? 4 : 2;
-}
-
 static gcl_status_t reduce_knomial(gcl_request_t *r, const gcl_args_t *a)
 {
     gcl_comm_t *c = r->comm;
