@@ -1,13 +1,10 @@
-/* The front end of every collective: argument checks, the GCL_DEBUG check,
- * the algorithm from the decision table, the schedule built by the
- * collective's builder, the AVG division, the timeout, the log line.
- * Also the trivial cases (no data, one member) and the shared-memory
- * "algorithm" (one op handed to src/collectives/shm.c). */
+/* The front end of every collective (gcl_coll_post, from api.c): argument
+ * checks, the GCL_DEBUG check, the algorithm from the decision table (each
+ * once per call), then the shared-memory path without a request
+ * (shm_coll.c) or the schedule built by the collective's builder, the AVG
+ * division, the timeout, the log line. Also the trivial cases (no data, one
+ * member) and the child collectives of composite algorithms (gcl_s_child). */
 #include "collectives/gcl_internal.h"
-#include "collectives/reduce_local.h"
-
-#include <stdlib.h>
-#include <string.h>
 
 static int is_reduction(gcl_coll_t c)
 {
