@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "gcl/gcl.h"
+#include "collectives/types.h"
 
 enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BROADCAST, C_COUNT };
 static const char *const CNAME[C_COUNT] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
@@ -48,8 +49,6 @@ static const char *const CENV[C_COUNT] = {"GCL_ALLREDUCE_ALGO", "GCL_REDUCE_SCAT
                                           "GCL_BROADCAST_ALGO"};
 static const gcl_coll_t CGCL[C_COUNT] = {GCL_COLL_ALLREDUCE, GCL_COLL_REDUCE_SCATTER, GCL_COLL_ALLGATHER,
                                          GCL_COLL_BROADCAST};
-static const char *const DNAME[GCL_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"};
-static const char *const ONAME[GCL_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
 
 static int rank, size;
 
@@ -57,6 +56,23 @@ static int lookup(const char *s, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+/* -d and -o: the names of libgcl's table (collectives/types.h) */
+static int lookup_dtype(const char *s)
+{
+    for (int i = 0; i < GCL_DTYPE_COUNT; i++)
+        if (!strcmp(s, gcl_dtype_info((gcl_dtype_t)i)->name))
+            return i;
+    return -1;
+}
+
+static int lookup_op(const char *s)
+{
+    for (int i = 0; i < GCL_OP_COUNT; i++)
+        if (!strcmp(s, gcl_op_name((gcl_op_t)i)))
             return i;
     return -1;
 }
@@ -242,8 +258,8 @@ int main(int argc, char **argv)
         case 'm': if (sscanf(optarg, "%zu:%zu", &lo, &hi) != 2 || lo == 0 || hi < lo) { usage(); return 2; } break;
         case 'i': iters = atoi(optarg); break;
         case 'x': warm = atoi(optarg); break;
-        case 'd': if ((k = lookup(optarg, DNAME, GCL_DTYPE_COUNT)) < 0) { usage(); return 2; } dt = (gcl_dtype_t)k; break;
-        case 'o': if ((k = lookup(optarg, ONAME, GCL_OP_COUNT)) < 0) { usage(); return 2; } op = (gcl_op_t)k; break;
+        case 'd': if ((k = lookup_dtype(optarg)) < 0) { usage(); return 2; } dt = (gcl_dtype_t)k; break;
+        case 'o': if ((k = lookup_op(optarg)) < 0) { usage(); return 2; } op = (gcl_op_t)k; break;
         case 'a': algo = optarg; break;
         case 't': budget = atof(optarg); break;
         case 'r': rounds = atoi(optarg); break;
@@ -292,8 +308,8 @@ int main(int argc, char **argv)
         if (nl)
             *nl = '\0';
         const char *pml = getenv("OMPI_MCA_pml");
-        printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)%s\n", CNAME[coll], DNAME[dt],
-               reduction ? ONAME[op] : "", size, gcl_version_string(), lib, pml ? pml : "default",
+        printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)%s\n", CNAME[coll], gcl_dtype_info(dt)->name,
+               reduction ? gcl_op_name(op) : "", size, gcl_version_string(), lib, pml ? pml : "default",
                reg ? ", buffers from gcl_mem_alloc" : "");
         printf("# time: median over %d alternating rounds of the average per call, max over ranks; busbw", rounds);
         printf(" = algbw x %s%s\n",

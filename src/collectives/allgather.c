@@ -11,50 +11,6 @@
  *    ompi_coll_base_allgather_intra_bruck. */
 #include "collectives/gcl_internal.h"
 
-int gcl_ring_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, unsigned step0, const int *first,
-                      const int *recv_after, int nseg)
-{
-    gcl_comm_t *c = r->comm;
-    int p = c->size, me = c->rank, left = (me - 1 + p) % p, right = (me + 1) % p;
-    size_t esz = r->esz, se = (b->maxcnt + (size_t)nseg - 1) / (size_t)nseg;
-    se = se ? se : 1;
-    int *prev = gcl_req_alloc(r, (size_t)nseg * sizeof(int));
-    if (prev == NULL)
-        return 0;
-    for (int j = 0; j < nseg; j++)
-        prev[j] = first ? first[j] : -1;
-    for (int s = 0; s < p - 1; s++) {
-        int sb = (me - s + p) % p, rb = (me - s - 1 + p) % p;
-        for (int j = 0; j < nseg; j++) {
-            int k = s * nseg + j;
-            size_t so, sn, ro, rn;
-            gcl_seg(b, sb, j, se, &so, &sn);
-            gcl_seg(b, rb, j, se, &ro, &rn);
-            gcl_s_send(r, right, step0 + (unsigned)k, buf + so * esz, sn * esz, prev[j], -1);
-            prev[j] = gcl_s_recv(r, left, step0 + (unsigned)k, buf + ro * esz, rn * esz,
-                                 recv_after ? recv_after[k] : -1, -1);
-        }
-    }
-    return (p - 1) * nseg;
-}
-
-int gcl_rd_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, int vrank, int pof2, const int *vmap,
-                    unsigned step0, int dep)
-{
-    size_t esz = r->esz;
-    int ps = dep, pr = dep;
-    unsigned step = step0;
-    for (int mask = 1; mask < pof2; mask <<= 1, step++) {
-        int lo = vrank & ~(mask - 1), plo = (vrank ^ mask) & ~(mask - 1);
-        size_t mo = b->off[lo], mn = b->off[lo + mask - 1] + b->cnt[lo + mask - 1] - mo;
-        size_t po = b->off[plo], pn = b->off[plo + mask - 1] + b->cnt[plo + mask - 1] - po;
-        int s = gcl_s_send(r, vmap[vrank ^ mask], step, buf + mo * esz, mn * esz, ps, pr);
-        pr = gcl_s_recv(r, vmap[vrank ^ mask], step, buf + po * esz, pn * esz, ps, pr);
-        ps = s;
-    }
-    return pr;
-}
-
 static int copy_in(gcl_request_t *r, const gcl_args_t *a)
 {
     if (a->send == GCL_IN_PLACE)
@@ -117,19 +73,4 @@ gcl_status_t gcl_allgather_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_
     case GCL_ALG_BRUCK:              return ag_bruck(r, a);
     default:                         r->algo = "ring"; return ag_ring(r, a);
     }
-}
-
-gcl_status_t gcl_allgather(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_ALLGATHER, send, recv, count, dtype, GCL_SUM, 0};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_iallgather(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm,
-                            gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_ALLGATHER, send, recv, count, dtype, GCL_SUM, 0};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_iallgather: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
 }

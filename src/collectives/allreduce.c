@@ -144,19 +144,3 @@ gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_
     default:                         r->algo = "ring"; return ar_ring(r, a->send, a->recv, a->count);
     }
 }
-
-gcl_status_t gcl_allreduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op,
-                           gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_ALLREDUCE, send, recv, count, dtype, op, 0};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_iallreduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op,
-                            gcl_comm_t *comm, gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_ALLREDUCE, send, recv, count, dtype, op, 0};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_iallreduce: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
-}

@@ -27,18 +27,3 @@ gcl_status_t gcl_alltoall_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t
     (void)alg;
     return alltoall_pairwise(r, a);
 }
-
-gcl_status_t gcl_alltoall(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_ALLTOALL, send, recv, count, dtype, GCL_SUM, 0};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ialltoall(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_comm_t *comm,
-                           gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_ALLTOALL, send, recv, count, dtype, GCL_SUM, 0};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ialltoall: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
-}

@@ -24,17 +24,3 @@ gcl_status_t gcl_barrier_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t 
     (void)alg;
     return barrier_dissemination(r);
 }
-
-gcl_status_t gcl_barrier(gcl_comm_t *comm)
-{
-    gcl_args_t a = {.coll = GCL_COLL_BARRIER};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ibarrier(gcl_comm_t *comm, gcl_request_t **req)
-{
-    gcl_args_t a = {.coll = GCL_COLL_BARRIER};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ibarrier: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
-}

@@ -70,18 +70,3 @@ gcl_status_t gcl_broadcast_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_
     r->algo = "knomial";
     return bcast_knomial(r, a);
 }
-
-gcl_status_t gcl_broadcast(void *buf, size_t count, gcl_dtype_t dtype, int root, gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_BROADCAST, buf, buf, count, dtype, GCL_SUM, root};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ibroadcast(void *buf, size_t count, gcl_dtype_t dtype, int root, gcl_comm_t *comm,
-                            gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_BROADCAST, buf, buf, count, dtype, GCL_SUM, root};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ibroadcast: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
-}

@@ -1,13 +1,10 @@
-/* The front end of every collective: argument checks, the GCL_DEBUG check,
- * the algorithm from the decision table, the schedule built by the
- * collective's builder, the AVG division, the timeout, the log line.
- * Also the trivial cases (no data, one member) and the shared-memory
- * "algorithm" (one op handed to src/collectives/shm.c). */
+/* The front end of every collective (gcl_coll_post, from api.c): argument
+ * checks, the GCL_DEBUG check, the algorithm from the decision table (each
+ * once per call), then the shared-memory path without a request
+ * (shm_coll.c) or the schedule built by the collective's builder, the AVG
+ * division, the timeout, the log line. Also the trivial cases (no data, one
+ * member) and the child collectives of composite algorithms (gcl_s_child). */
 #include "collectives/gcl_internal.h"
-#include "collectives/reduce_local.h"
-
-#include <stdlib.h>
-#include <string.h>
 
 static int is_reduction(gcl_coll_t c)
 {
@@ -66,14 +63,6 @@ static gcl_status_t build_trivial(gcl_request_t *r, const gcl_args_t *a)
     return r->err;
 }
 
-gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a)
-{
-    gcl_args_t s = *a;
-    s.op = r->op;
-    gcl_s_shm(r, &s, -1, -1);
-    return r->err;
-}
-
 static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
     if (r->comm->size == 1 || (a->count == 0 && a->coll != GCL_COLL_BARRIER))
@@ -102,15 +91,13 @@ static const gcl_request_t *oldest_live(const gcl_comm_t *c)
     return NULL;
 }
 
-gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out)
+/* The request path once the arguments are checked: the call's place among
+ * the outstanding ones, the algorithm (alg < 0: decide now), the schedule,
+ * the AVG division, the timeout, the log line, the first steps. */
+static gcl_status_t start(gcl_comm_t *c, const gcl_args_t *a, int internal, size_t bytes, int alg,
+                          gcl_request_t **out)
 {
-    gcl_status_t st = check(c, a);
-    /* GCL_DEBUG: an argument error goes to every member (it would leave
-     * the others a call ahead) */
-    if (c != NULL && !internal && c->ctx->debug)
-        st = gcl_debug_check(c, a, st);
-    if (st != GCL_OK)
-        return st;
+    gcl_status_t st;
     /* a call's tags carry its sequence number modulo 2^GCL_SEQ_BITS: a
      * call that far ahead of one still outstanding would take its data */
     const gcl_request_t *old = internal ? NULL : oldest_live(c);
@@ -119,15 +106,16 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
                              "gcl_%s: %u collective calls on communicator %u are outstanding since #%u, "
                              "the most there may be: complete some (gcl_wait/gcl_test) before starting more",
                              gcl_coll_name(a->coll), c->seq - old->seq, c->id, old->seq);
-    size_t bytes = coll_bytes(c, a);
-    gcl_alg_t alg = gcl_decide(c, a->coll, bytes);
-    if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))
-        alg = gcl_decide(c, a->coll, bytes); /* shm_state is now -1: the table again */
+    if (alg < 0) {
+        alg = gcl_decide(c, a->coll, bytes);
+        if (alg == GCL_ALG_SHM && c->size > 1 && !gcl_comm_shm(c))
+            alg = gcl_decide(c, a->coll, bytes); /* shm_state is now -1: the table again */
+    }
     gcl_request_t *r = gcl_req_new(c, a->coll, gcl_coll_name(a->coll), GCL_SCOPE_COLL, a->dtype, a->op);
     if (r == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", gcl_coll_name(a->coll));
-    r->algo = gcl_alg_name(alg);
-    st = build(r, a, alg);
+    r->algo = gcl_alg_name((gcl_alg_t)alg);
+    st = build(r, a, (gcl_alg_t)alg);
     if (st == GCL_OK && r->err)
         st = r->err;
     if (st != GCL_OK) {
@@ -144,8 +132,7 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
         if (c->timeout_s > 0)
             r->timed = 1;
         gcl_log(c, GCL_LOG_INFO, "%s #%u: %zu x %s (%zu B) algorithm %s", r->name, r->seq, a->count,
-                a->coll == GCL_COLL_BARRIER ? "-" : (const char *[]){"f32", "f64", "f16", "bf16", "i8", "u8",
-                                                                     "i32", "i64"}[a->dtype],
+                a->coll == GCL_COLL_BARRIER ? "-" : gcl_dtype_info(a->dtype)->name,
                 bytes, r->algo);
         st = gcl_req_progress(r); /* post the first steps now */
         if (st != GCL_OK && st != GCL_IN_PROGRESS) {
@@ -158,105 +145,37 @@ gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gc
     return GCL_OK;
 }
 
-/* A blocking collective on shared memory skips the request and its
- * schedule: one shm op, polled here, so a small allreduce costs the flag
- * exchange itself. Earlier non-blocking shm ops of the communicator still
- * complete first (the segment's queue keeps the call order). Same results
- * as the request path (AVG: SUM, then one division). */
-static gcl_status_t shm_direct(gcl_comm_t *c, const gcl_args_t *a)
+/* A blocking call may run on shared memory without a request
+ * (gcl_shm_direct): the segment is open, no GCL_DEBUG check or log line is
+ * wanted, and there is something to do. */
+static int direct_ok(const gcl_comm_t *c, const gcl_args_t *a)
 {
-    const char *n = gcl_coll_name(a->coll);
-    int avg = a->op == GCL_AVG && is_reduction(a->coll);
-    gcl_args_t s = *a;
-    s.op = avg ? GCL_SUM : a->op;
-    gcl_shm_op_t *op;
-    c->seq++; /* as a request would take */
-    gcl_status_t st = gcl_shm_start_args(c->shm, &s, &op);
-    if (st != GCL_OK)
-        return gcl_comm_shm_error(c, n, st);
-    double deadline = 0;
-    for (unsigned spin = 0; (st = gcl_shm_progress(op)) == GCL_IN_PROGRESS; spin++) {
-        if ((spin & 63) == 0 && c->timeout_s > 0) {
-            double now = gcl_now();
-            if (deadline == 0)
-                deadline = now + c->timeout_s;
-            else if (now > deadline) {
-                int j = gcl_shm_waited(c->shm);
-                gcl_shm_cancel(op);
-                if (j < 0 || j >= c->size)
-                    return gcl_set_error(GCL_ERR_TIMED_OUT,
-                                         "gcl_%s (shm) on communicator %u (rank %d of %d) timed out "
-                                         "after %.3g s waiting for the other members", n, c->id,
-                                         c->rank, c->size, c->timeout_s);
-                return gcl_set_error(GCL_ERR_TIMED_OUT,
-                                     "gcl_%s (shm) on communicator %u (rank %d of %d) timed out after "
-                                     "%.3g s waiting for rank %d (world rank %d, host %s)", n, c->id,
-                                     c->rank, c->size, c->timeout_s, j, c->world[j],
-                                     ipu_transport_host(c->ctx->tp, c->world[j]));
-            }
-        }
-        if ((spin & 15) == 15 && (st = gcl_ctx_notice(c->ctx, n)) != GCL_OK) {
-            gcl_shm_abandon(op); /* a rank lost elsewhere: stop, and say so here */
-            return st;
-        }
-        if (c->ctx->live && (spin & 15) == 0)
-            gcl_progress_live(c->ctx, NULL); /* the caller's non-blocking calls */
-        gcl_idle(c->ctx, spin);
-    }
-    if (st != GCL_OK)
-        return gcl_comm_shm_error(c, n, st); /* a member lost, or the segment abandoned */
-    if (avg && (a->coll != GCL_COLL_REDUCE || c->rank == a->root))
-        gcl_reduce_finish_avg(a->recv, a->count, a->dtype, c->size);
-    return st;
+    return c->shm_state > 0 && c->size > 1 && !c->ctx->debug && c->ctx->log_level == GCL_LOG_QUIET &&
+           a->coll != GCL_COLL_ALLTOALL && (a->count > 0 || a->coll == GCL_COLL_BARRIER);
 }
 
-gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a)
+gcl_status_t gcl_coll_post(gcl_comm_t *c, const gcl_args_t *a, gcl_request_t **req)
 {
-    gcl_status_t st;
-    if (c != NULL && c->shm_state > 0 && c->size > 1 && !c->ctx->debug &&
-        c->ctx->log_level == GCL_LOG_QUIET && a->coll != GCL_COLL_ALLTOALL &&
-        (a->count > 0 || a->coll == GCL_COLL_BARRIER)) {
-        if ((st = check(c, a)) != GCL_OK)
-            return st;
-        if (gcl_decide(c, a->coll, coll_bytes(c, a)) == GCL_ALG_SHM)
-            return shm_direct(c, a);
-    }
+    gcl_status_t st = check(c, a);
+    /* GCL_DEBUG: an argument error goes to every member (it would leave
+     * the others a call ahead) */
+    if (c != NULL && c->ctx->debug)
+        st = gcl_debug_check(c, a, st);
+    if (st != GCL_OK)
+        return st;
+    size_t bytes = coll_bytes(c, a);
+    int alg = -1;
+    if (req == NULL && direct_ok(c, a) && (alg = gcl_decide(c, a->coll, bytes)) == GCL_ALG_SHM)
+        return gcl_shm_direct(c, a);
     gcl_request_t *r;
-    st = gcl_coll_start(c, a, 0, &r);
-    return st == GCL_OK ? gcl_wait(&r) : st;
-}
-
-int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n)
-{
-    b->off = gcl_req_alloc(r, 2 * (size_t)n * sizeof(size_t));
-    if (b->off == NULL)
-        return -1;
-    b->cnt = b->off + n;
-    b->n = n;
-    size_t q = count / (size_t)n, rem = count % (size_t)n, o = 0;
-    for (int i = 0; i < n; i++) {
-        b->cnt[i] = q + ((size_t)i < rem);
-        b->off[i] = o;
-        o += b->cnt[i];
+    st = start(c, a, 0, bytes, alg, &r);
+    if (st != GCL_OK)
+        return st;
+    if (req != NULL) {
+        *req = r;
+        return GCL_OK;
     }
-    b->maxcnt = q + (rem > 0);
-    return 0;
-}
-
-int gcl_nseg(const gcl_request_t *r, size_t maxcnt)
-{
-    size_t bytes = maxcnt * r->esz, seg = r->comm->ctx->seg_bytes;
-    size_t n = (bytes + seg - 1) / seg;
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
-
-void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt)
-{
-    size_t lo = (size_t)j * se, c = b->cnt[i];
-    lo = lo < c ? lo : c;
-    size_t hi = lo + se < c ? lo + se : c;
-    *off = b->off[i] + lo;
-    *cnt = hi - lo;
+    return gcl_wait(&r);
 }
 
 int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
@@ -268,7 +187,9 @@ int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep)
         r->err = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for a sub-communicator", r->name);
         return -1;
     }
-    gcl_status_t st = gcl_coll_start(sub, a, 1, &ch);
+    gcl_status_t st = check(sub, a);
+    if (st == GCL_OK)
+        st = start(sub, a, 1, coll_bytes(sub, a), -1, &ch);
     if (st != GCL_OK) {
         r->err = st;
         return -1;

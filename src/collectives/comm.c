@@ -257,7 +257,7 @@ gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st
                              "gcl_%s %s: lost %s on host %s (its process, pid %d, is gone); the job "
                              "cannot continue", name, where, who, host, pid);
     }
-    snprintf(msg, sizeof(msg), "%s", ipu_error_message());
+    snprintf(msg, sizeof(msg), "%s", gcl_last_error()); /* the segment's message */
     return gcl_set_error(st, "gcl_%s %s: %s", name, where, msg);
 }
 

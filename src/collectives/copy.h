@@ -2,8 +2,8 @@
  * of the shared-memory path and the schedules.
  *
  * Why not memcpy: glibc 2.36 copies 2 KiB .. 512 KiB with `rep movsb`
- * (FSRM), and on AMD Zen 3 (measured on this project's KVM machines) that
- * runs at about 2 GB/s instead of 30-45 GB/s whenever the destination sits
+ * (FSRM), and on AMD Zen 3 that runs many times slower than a vector copy
+ * (bench/results/libgcl-tuning.md) whenever the destination sits
  * 1-31 bytes past the source modulo 64 -- as it does between a malloc'd user
  * buffer (16-byte aligned) and a page-aligned staging buffer. gcl_copy uses
  * 32-byte vector moves with aligned stores for those sizes, whatever the

@@ -15,15 +15,14 @@ typedef struct desc {
 
 static const char *dtype_name(int d)
 {
-    static const char *const n[] = {"float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32",
-                                    "int64"};
-    return d >= 0 && d < GCL_DTYPE_COUNT ? n[d] : "?";
+    const gcl_dtype_info_t *t = gcl_dtype_info((gcl_dtype_t)d);
+    return t ? t->long_name : "?";
 }
 
 static const char *op_name(int o)
 {
-    static const char *const n[] = {"sum", "prod", "min", "max", "avg"};
-    return o >= 0 && o < GCL_OP_COUNT ? n[o] : "-";
+    const char *n = gcl_op_name((gcl_op_t)o);
+    return n ? n : "-";
 }
 
 gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a, gcl_status_t local)

@@ -113,8 +113,7 @@ static gcl_alg_t table(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
         /* 2 ranks: one exchange (recursive doubling) against the ring's two
          * rounds for the same bytes; over UCX/TCP (libgcl's only transport
          * between hosts, docs/libgcl.md) the round costs more than the ring's
-         * halved reduction up to 4 MiB (measured: loopback TCP and the
-         * simulated hosts, 1.1-2x) */
+         * halved reduction up to 4 MiB (bench/results/libgcl-tuning.md) */
         if (p == 2)
             return bytes <= (4u << 20) ? GCL_ALG_RECURSIVE_DOUBLING : GCL_ALG_RING;
         if (bytes <= 8192)

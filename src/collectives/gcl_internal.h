@@ -15,7 +15,9 @@
 
 #include "gcl/gcl.h"
 #include "collectives/clock.h"
+#include "collectives/errors.h"
 #include "collectives/shm.h"
+#include "collectives/types.h"
 #include "common/status.h"
 #include "transport/lost.h"
 #include "transport/transport.h"
@@ -149,10 +151,6 @@ struct gcl_request {
     char errmsg[256];          /* the message of err, for a later test or wait */
 };
 
-/* Thread-local error message of libgcl; returns st. */
-gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Translate a transport status; the transport's message is kept. */
-gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what);
 /* Lost-rank notices (transport/lost.h), one set per context. Once a loss is
  * known (a notice came, or this rank found one) every call of the context
  * fails with GCL_ERR_TRANSPORT, "gcl_<what>: lost rank X on host H ...; the
@@ -196,6 +194,10 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
 /* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
 gcl_status_t gcl_req_progress(gcl_request_t *r);
+/* One test of r (others: the context's other live requests progressed
+ * first) with its timeout and lost-rank checks; GCL_OK, GCL_IN_PROGRESS or
+ * an error (r is not freed). */
+gcl_status_t gcl_req_test(gcl_request_t *r, int others);
 /* Blocking wait for an internal request (frees it). */
 gcl_status_t gcl_req_wait(gcl_request_t *r);
 
@@ -228,11 +230,16 @@ const char *gcl_alg_name(gcl_alg_t a);
 const char *gcl_coll_name(gcl_coll_t c);
 int gcl_shm_possible(const gcl_comm_t *c);
 
-/* collectives */
-/* Validate, check (GCL_DEBUG), choose, build: the front end of every
- * collective. internal: a child of another request (no check, no log). */
-gcl_status_t gcl_coll_start(gcl_comm_t *c, const gcl_args_t *a, int internal, gcl_request_t **out);
-gcl_status_t gcl_coll_blocking(gcl_comm_t *c, const gcl_args_t *a);
+/* collectives (coll.c) */
+/* The one path of every public collective call: validate, check
+ * (GCL_DEBUG), choose the algorithm, then run it: req NULL (blocking) on
+ * shared memory directly where it can (gcl_shm_direct), else as a request
+ * waited for; req set: the request started, in *req. Each step once. */
+gcl_status_t gcl_coll_post(gcl_comm_t *c, const gcl_args_t *a, gcl_request_t **req);
+/* Point-to-point (p2p.c): validate, build and post a send or receive
+ * request (the user's tag in the point-to-point scope); *req on success. */
+gcl_status_t gcl_p2p_start(int is_send, const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag,
+                           gcl_comm_t *comm, gcl_request_t **req);
 /* GCL_DEBUG: allgather every member's call (and whether its own argument
  * check, local, failed); GCL_ERR_MISMATCH where they differ or another
  * member's arguments were invalid, local (with its message) where this
@@ -248,13 +255,13 @@ gcl_status_t gcl_broadcast_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_
 gcl_status_t gcl_alltoall_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
 gcl_status_t gcl_barrier_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);
 
-/* Shared phases (blocks: off[i], cnt[i] elements of block i, size blocks). */
+/* Shared phases (phases.c; blocks: off[i], cnt[i] elements of block i, size blocks). */
 typedef struct gcl_blocks {
     size_t *off, *cnt, maxcnt;
     int n;
 } gcl_blocks_t;
 int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n);
-/* Ring reduce-scatter (reduce_scatter.c): rank r ends with block r reduced,
+/* Ring reduce-scatter: rank r ends with block r reduced,
  * in out_full + off[r] if out_full, else in final_r (intermediate blocks in
  * a workspace). in: each rank's full input. red[j] (nseg entries) receive
  * the final reduce op of each segment of block r; sends[] (nsteps * nseg,
@@ -262,7 +269,7 @@ int gcl_blocks_even(gcl_request_t *r, gcl_blocks_t *b, size_t count, int n);
  * reading in waits for dep0. *nseg_out: segments (in: > 0 to impose). */
 int gcl_ring_rs_phase(gcl_request_t *r, const char *in, char *out_full, char *final_r,
                       const gcl_blocks_t *b, unsigned step0, int dep0, int *red, int *sends, int *nseg_out);
-/* Ring allgather (allgather.c) of blocks in buf, rank r's block ready after
+/* Ring allgather of blocks in buf, rank r's block ready after
  * ops first[j] (per segment j; may be NULL); recv_after[s*nseg+j] (may be
  * NULL) is a dependency for the receive of step s, segment j. */
 int gcl_ring_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, unsigned step0,
@@ -277,7 +284,7 @@ int gcl_rd_ag_phase(gcl_request_t *r, char *buf, const gcl_blocks_t *b, int vran
                     unsigned step0, int dep);
 /* Segment j of block i (nseg segments of se elements): offset, count. */
 void gcl_seg(const gcl_blocks_t *b, int i, int j, size_t se, size_t *off, size_t *cnt);
-/* k-nomial tree (reduce.c): parent (-1 at the root) and children of
+/* k-nomial tree: parent (-1 at the root) and children of
  * virtual rank v (root 0); returns the number of children. */
 int gcl_knomial_tree(int v, int p, int radix, int *parent, int *children);
 int gcl_knomial_radix(size_t bytes);
@@ -285,9 +292,12 @@ int gcl_knomial_radix(size_t bytes);
 int gcl_s_child(gcl_request_t *r, gcl_comm_t *sub, const gcl_args_t *a, int dep);
 /* Number of pipelining segments for blocks of up to maxcnt elements. */
 int gcl_nseg(const gcl_request_t *r, size_t maxcnt);
+/* shm_coll.c: the "shm" algorithm as one op of r's schedule; the shm op a
+ * describes started on shm; a blocking call run on c's segment without a
+ * request (c's segment open; same results and errors as the request path). */
 gcl_status_t gcl_shm_build(gcl_request_t *r, const gcl_args_t *a);
-/* Start the shm op a describes on shm (schedule.c). */
 gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_t **op);
+gcl_status_t gcl_shm_direct(gcl_comm_t *c, const gcl_args_t *a);
 /* Called by every wait loop on each unsuccessful poll (spin counts them):
  * yields the core every time when ranks outnumber cores (as Open MPI's
  * mpi_yield_when_idle), else every 256th poll. */

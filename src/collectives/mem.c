@@ -3,8 +3,6 @@
  * where the communicator has none. */
 #include "collectives/gcl_internal.h"
 
-#include "common/status.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -22,13 +20,7 @@ gcl_status_t gcl_mem_alloc(gcl_comm_t *comm, size_t bytes, void **ptr)
                              comm == NULL ? "NULL communicator" : ptr == NULL ? "NULL ptr" : "0 bytes");
     }
     if (gcl_comm_shm(comm)) {
-        gcl_status_t st = gcl_shm_mem_alloc(comm->shm, bytes, ptr);
-        if (st != GCL_OK) { /* (shm_mem.c words it for gcl_last_error) */
-            char msg[512];
-            snprintf(msg, sizeof(msg), "%s", ipu_error_message());
-            gcl_set_error(st, "%s", msg);
-        }
-        return st;
+        return gcl_shm_mem_alloc(comm->shm, bytes, ptr); /* (its message as is) */
     }
     struct gcl_plain_mem *m = malloc(sizeof(*m));
     if (m == NULL || posix_memalign(&m->p, 4096, bytes) != 0) {

@@ -11,33 +11,6 @@
  *    (any size) and a direct gather. */
 #include "collectives/gcl_internal.h"
 
-/* The k-nomial tree of virtual rank v (root 0) among p: parent (-1 for the
- * root) and children in the order their subtrees complete (smallest
- * first). Returns the number of children. UCC's ucc_knomial_pattern. */
-int gcl_knomial_tree(int v, int p, int radix, int *parent, int *children)
-{
-    int mask = 1;
-    *parent = -1;
-    while (mask < p) {
-        if (v % (mask * radix)) {
-            *parent = v - v % (mask * radix);
-            break;
-        }
-        mask *= radix;
-    }
-    int n = 0;
-    for (int m = 1; m < mask; m *= radix)
-        for (int j = 1; j < radix; j++)
-            if (v + j * m < p)
-                children[n++] = v + j * m;
-    return n;
-}
-
-int gcl_knomial_radix(size_t bytes)
-{
-    return bytes <= (16u << 10) ? 4 : 2;
-}
-
 static gcl_status_t reduce_knomial(gcl_request_t *r, const gcl_args_t *a)
 {
     gcl_comm_t *c = r->comm;
@@ -118,20 +91,4 @@ gcl_status_t gcl_reduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t a
         return reduce_rs_gather(r, a);
     r->algo = "knomial";
     return reduce_knomial(r, a);
-}
-
-gcl_status_t gcl_reduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op, int root,
-                        gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE, send, recv, count, dtype, op, root};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ireduce(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op, int root,
-                         gcl_comm_t *comm, gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE, send, recv, count, dtype, op, root};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ireduce: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
 }

@@ -19,7 +19,7 @@
 #include "collectives/clones.h"
 
 #include "common/dtype.h"
-#include "common/status.h"
+#include "collectives/errors.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -302,11 +302,10 @@ static gcl_status_t check(const void *dst, const void *a, const void *b, size_t 
                           gcl_dtype_t dtype, gcl_op_t op)
 {
     if ((unsigned)dtype >= GCL_DTYPE_COUNT || (unsigned)op >= GCL_OP_COUNT)
-        return (gcl_status_t)ipu_error(IPU_ERR_INVALID_ARG,
-                                       "gcl_reduce_local: dtype %d or op %d out of range",
-                                       (int)dtype, (int)op);
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_reduce_local: dtype %d or op %d out of range",
+                             (int)dtype, (int)op);
     if (count > 0 && (dst == NULL || a == NULL || b == NULL))
-        return (gcl_status_t)ipu_error(IPU_ERR_INVALID_ARG, "gcl_reduce_local: NULL buffer");
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_reduce_local: NULL buffer");
     return GCL_OK;
 }
 

@@ -18,76 +18,6 @@
 
 #include <string.h>
 
-int gcl_ring_rs_phase(gcl_request_t *r, const char *in, char *out_full, char *final_r, const gcl_blocks_t *b,
-                      unsigned step0, int dep0, int *red, int *sends, int *nseg_out)
-{
-    gcl_comm_t *c = r->comm;
-    int p = c->size, me = c->rank, left = (me - 1 + p) % p, right = (me + 1) % p;
-    size_t esz = r->esz;
-    int nseg = *nseg_out > 0 ? *nseg_out : gcl_nseg(r, b->maxcnt);
-    size_t se = (b->maxcnt + (size_t)nseg - 1) / (size_t)nseg;
-    se = se ? se : 1;
-    int nslot = nseg == 1 ? 2 : (2 * nseg < 16 ? 2 * nseg : 16);
-    char *tmp = gcl_req_alloc(r, (size_t)nslot * se * esz);
-    char *work = out_full ? NULL : gcl_req_alloc(r, 2 * (b->maxcnt ? b->maxcnt : 1) * esz);
-    int *pred = gcl_req_alloc(r, (2 * (size_t)nseg + (size_t)nslot) * sizeof(int));
-    if (r->err)
-        return 0;
-    int *psend = pred + nseg, *slot_red = psend + nseg;
-    for (int s = 0; s < p - 1; s++) {
-        int sb = (me - s - 1 + 2 * p) % p, rb = (me - s - 2 + 2 * p) % p, last = s == p - 2;
-        for (int j = 0; j < nseg; j++) {
-            int k = s * nseg + j, slot = k % nslot;
-            size_t so, sn, ro, rn;
-            gcl_seg(b, sb, j, se, &so, &sn);
-            gcl_seg(b, rb, j, se, &ro, &rn);
-            const char *src = s == 0 ? in + so * esz
-                              : out_full ? out_full + so * esz
-                                         : work + ((size_t)((s - 1) % 2) * b->maxcnt + so - b->off[sb]) * esz;
-            int snd = gcl_s_send(r, right, step0 + (unsigned)k, src, sn * esz, s ? pred[j] : dep0, -1);
-            char *t = tmp + (size_t)slot * se * esz;
-            int rcv = gcl_s_recv(r, left, step0 + (unsigned)k, t, rn * esz, k >= nslot ? slot_red[slot] : -1, -1);
-            char *dst = out_full ? out_full + ro * esz
-                        : last    ? final_r + (ro - b->off[rb]) * esz
-                                  : work + ((size_t)(s % 2) * b->maxcnt + ro - b->off[rb]) * esz;
-            int rd = gcl_s_reduce(r, dst, in + ro * esz, t, rn, rcv, (!out_full && s >= 2) ? psend[j] : -1);
-            gcl_s_dep(r, rd, dep0);
-            slot_red[slot] = pred[j] = rd;
-            psend[j] = snd;
-            if (sends)
-                sends[k] = snd;
-        }
-    }
-    for (int j = 0; j < nseg; j++)
-        red[j] = pred[j];
-    *nseg_out = nseg;
-    return (p - 1) * nseg;
-}
-
-int gcl_rh_phase(gcl_request_t *r, char *acc, const gcl_blocks_t *b, int vrank, int pof2, const int *vmap,
-                 unsigned step0, int dep)
-{
-    size_t esz = r->esz;
-    char *tmp = gcl_req_alloc(r, ((size_t)(pof2 / 2) * b->maxcnt + 1) * esz);
-    if (tmp == NULL)
-        return -1;
-    int lo = 0, hi = pof2, prev = dep;
-    unsigned step = step0;
-    for (int mask = pof2 / 2; mask >= 1; mask /= 2, step++) {
-        int partner = vmap[vrank ^ mask], mid = lo + mask;
-        int klo = (vrank & mask) ? mid : lo, khi = (vrank & mask) ? hi : mid;
-        int slo = (vrank & mask) ? lo : mid, shi = (vrank & mask) ? mid : hi;
-        size_t so = b->off[slo], sn = b->off[shi - 1] + b->cnt[shi - 1] - so;
-        size_t ko = b->off[klo], kn = b->off[khi - 1] + b->cnt[khi - 1] - ko;
-        int snd = gcl_s_send(r, partner, step, acc + so * esz, sn * esz, prev, -1);
-        int rcv = gcl_s_recv(r, partner, step, tmp, kn * esz, prev, -1);
-        prev = gcl_s_reduce(r, acc + ko * esz, acc + ko * esz, tmp, kn, rcv, snd);
-        lo = klo;
-        hi = khi;
-    }
-    return prev;
-}
-
 static gcl_status_t rs_ring(gcl_request_t *r, const char *in, char *out, size_t count)
 {
     gcl_blocks_t b;
@@ -152,20 +82,4 @@ gcl_status_t gcl_reduce_scatter_build(gcl_request_t *r, const gcl_args_t *a, gcl
     case GCL_ALG_PAIRWISE:          return rs_pairwise(r, in, a->recv, a->count);
     default:                        r->algo = "ring"; return rs_ring(r, in, a->recv, a->count);
     }
-}
-
-gcl_status_t gcl_reduce_scatter(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op,
-                                gcl_comm_t *comm)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0};
-    return gcl_coll_blocking(comm, &a);
-}
-
-gcl_status_t gcl_ireduce_scatter(const void *send, void *recv, size_t count, gcl_dtype_t dtype, gcl_op_t op,
-                                 gcl_comm_t *comm, gcl_request_t **req)
-{
-    gcl_args_t a = {GCL_COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0};
-    if (req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_ireduce_scatter: NULL request");
-    return gcl_coll_start(comm, &a, 0, req);
 }

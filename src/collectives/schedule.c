@@ -4,11 +4,12 @@
  * whose dependencies completed are started (communication first, so
  * transfers are in flight while the local reductions run), active ones are
  * tested. Segmented algorithms thus pipeline: the reduction of segment j
- * overlaps the transfer of segment j+1. Also gcl_test/gcl_wait/gcl_wait_all
- * and point-to-point send/recv. */
+ * overlaps the transfer of segment j+1. Also the waits' policy (gcl_idle)
+ * and timeouts. */
 #include "collectives/gcl_internal.h"
 #include "collectives/reduce_local.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,26 +313,6 @@ static void complete(gcl_request_t *r, int i)
     }
 }
 
-gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_t **op)
-{
-    switch (a->coll) {
-    case GCL_COLL_ALLREDUCE:
-        return gcl_shm_allreduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, op);
-    case GCL_COLL_REDUCE:
-        return gcl_shm_reduce_start(shm, a->send, a->recv, a->count, a->dtype, a->op, a->root, op);
-    case GCL_COLL_REDUCE_SCATTER:
-        return gcl_shm_reduce_scatter_start(shm, a->send, a->recv, a->count, a->dtype, a->op, op);
-    case GCL_COLL_ALLGATHER:
-        return gcl_shm_allgather_start(shm, a->send, a->recv, a->count, a->dtype, op);
-    case GCL_COLL_BROADCAST:
-        return gcl_shm_broadcast_start(shm, a->recv, a->count, a->dtype, a->root, op);
-    case GCL_COLL_BARRIER:
-        return gcl_shm_barrier_start(shm, op);
-    default:
-        return GCL_ERR_INVALID_ARG;
-    }
-}
-
 static gcl_status_t post(gcl_request_t *r, int i)
 {
     gcl_sop_t *o = &r->ops[i];
@@ -563,7 +544,7 @@ static uint64_t comm_moved(const gcl_comm_t *c)
  * (a call queued behind others is not stuck), so neither a late gcl_wait
  * (compute overlapped with the call) nor a long call that keeps moving
  * times out. */
-static gcl_status_t test_once(gcl_request_t *r, int others)
+gcl_status_t gcl_req_test(gcl_request_t *r, int others)
 {
     if (others && (r->comm->ctx->live != r || r->live_next))
         gcl_progress_live(r->comm->ctx, r);
@@ -587,149 +568,21 @@ static gcl_status_t test_once(gcl_request_t *r, int others)
     return st;
 }
 
+void gcl_idle(const gcl_ctx_t *ctx, unsigned spin)
+{
+    if (ctx->yield_always || (spin & 255) == 255)
+        sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+        __builtin_ia32_pause(); /* leave the core's pipeline to an SMT sibling */
+#endif
+}
+
 gcl_status_t gcl_req_wait(gcl_request_t *r)
 {
     gcl_status_t st;
-    for (unsigned spin = 0; (st = test_once(r, 1)) == GCL_IN_PROGRESS; spin++)
+    for (unsigned spin = 0; (st = gcl_req_test(r, 1)) == GCL_IN_PROGRESS; spin++)
         gcl_idle(r->comm->ctx, spin);
     gcl_req_free(r);
     return st;
-}
-
-gcl_status_t gcl_test(gcl_request_t **req)
-{
-    if (req == NULL || *req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_test: NULL request");
-    gcl_status_t st = test_once(*req, 1);
-    if (st != GCL_IN_PROGRESS) {
-        gcl_req_free(*req);
-        *req = NULL;
-    }
-    return st;
-}
-
-gcl_status_t gcl_wait(gcl_request_t **req)
-{
-    if (req == NULL || *req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_wait: NULL request");
-    gcl_status_t st = gcl_req_wait(*req);
-    *req = NULL;
-    return st;
-}
-
-gcl_status_t gcl_wait_all(int n, gcl_request_t **reqs)
-{
-    if (n < 0 || (n > 0 && reqs == NULL))
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_wait_all: bad request array");
-    gcl_status_t first = GCL_OK;
-    int left = n;
-    char msg[512] = "";
-    gcl_ctx_t *ctx = NULL;
-    for (unsigned spin = 0; left > 0; spin++) {
-        left = 0;
-        if (ctx && ctx->live) /* once per sweep: every live call, then reqs tested */
-            gcl_progress_live(ctx, NULL);
-        for (int i = 0; i < n; i++) {
-            if (reqs[i] == NULL)
-                continue;
-            gcl_status_t st = test_once(reqs[i], 0);
-            if (st == GCL_IN_PROGRESS) {
-                ctx = reqs[i]->comm->ctx;
-                left++;
-                continue;
-            }
-            if (st != GCL_OK && first == GCL_OK) {
-                first = st;
-                snprintf(msg, sizeof(msg), "%s", gcl_last_error());
-            }
-            gcl_req_free(reqs[i]);
-            reqs[i] = NULL;
-        }
-        if (left > 0)
-            gcl_idle(ctx, spin);
-    }
-    if (first != GCL_OK)
-        gcl_set_error(first, "%s", msg);
-    return first;
-}
-
-/* ------------------------------------------------------ point-to-point */
-
-static gcl_status_t p2p(int is_send, const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag,
-                        gcl_comm_t *comm, gcl_request_t **req)
-{
-    const char *name = is_send ? "send" : "recv";
-    if (comm == NULL || req == NULL)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: NULL communicator or request", name);
-    if (gcl_dtype_size(dtype) == 0)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: unknown dtype %d", name, (int)dtype);
-    if (peer < 0 || peer >= comm->size)
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: peer %d not in [0, %d)", name, peer, comm->size);
-    if (tag < 0 || (uint64_t)tag >= (UINT64_C(1) << GCL_P2P_TAG_BITS))
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: tag %d not in [0, 2^%d)", name, tag,
-                             GCL_P2P_TAG_BITS);
-    if (count > 0 && (buf == NULL || buf == GCL_IN_PLACE))
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: %s buffer", name, buf ? "GCL_IN_PLACE as a" : "NULL");
-    if (count > ((size_t)1 << 60) / gcl_dtype_size(dtype))
-        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_%s: count %zu too large", name, count);
-    gcl_request_t *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", name);
-    r->comm = comm;
-    r->coll = GCL_COLL_COUNT;
-    r->name = name;
-    r->algo = "p2p";
-    r->scope = GCL_SCOPE_P2P;
-    r->dtype = dtype;
-    r->esz = gcl_dtype_size(dtype);
-    static char dummy;
-    void *b = count ? (void *)buf : &dummy;
-    int i = is_send ? gcl_s_send(r, peer, 0, b, count * r->esz, -1, -1)
-                    : gcl_s_recv(r, peer, 0, b, count * r->esz, -1, -1);
-    if (i < 0) {
-        gcl_req_free(r);
-        return GCL_ERR_NO_MEMORY;
-    }
-    r->ops[i].tag = GCL_TAG(GCL_SCOPE_P2P, comm->id, 0, 0) | (uint64_t)tag;
-    if (comm->timeout_s > 0)
-        r->timed = 1;
-    gcl_status_t st = gcl_ctx_notice(comm->ctx, name);
-    if (st != GCL_OK) {
-        gcl_req_free(r);
-        return st;
-    }
-    st = gcl_req_progress(r);
-    if (st != GCL_OK && st != GCL_IN_PROGRESS) {
-        gcl_req_free(r);
-        return st;
-    }
-    gcl_req_track(r);
-    *req = r;
-    return GCL_OK;
-}
-
-gcl_status_t gcl_isend(const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm,
-                       gcl_request_t **req)
-{
-    return p2p(1, buf, count, dtype, peer, tag, comm, req);
-}
-
-gcl_status_t gcl_irecv(void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm,
-                       gcl_request_t **req)
-{
-    return p2p(0, buf, count, dtype, peer, tag, comm, req);
-}
-
-gcl_status_t gcl_send(const void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm)
-{
-    gcl_request_t *r;
-    gcl_status_t st = gcl_isend(buf, count, dtype, peer, tag, comm, &r);
-    return st == GCL_OK ? gcl_wait(&r) : st;
-}
-
-gcl_status_t gcl_recv(void *buf, size_t count, gcl_dtype_t dtype, int peer, int tag, gcl_comm_t *comm)
-{
-    gcl_request_t *r;
-    gcl_status_t st = gcl_irecv(buf, count, dtype, peer, tag, comm, &r);
-    return st == GCL_OK ? gcl_wait(&r) : st;
 }

@@ -79,7 +79,7 @@ void gcl_shm_abandon(gcl_shm_op_t *op);
 
 /* A member killed mid-collective: once an op has waited about 0.2 s
  * without progress, the waiting member checks the other members' processes
- * (shm.c, "lost members"); when one that the op still needs is gone, that
+ * (shm_lost.c); when one that the op still needs is gone, that
  * op and every other op of the segment, pending or started later, fail with
  * GCL_ERR_TRANSPORT ("lost rank j of n on this host (pid p) ..."), on every
  * member within about a second, with or without a timeout. A member merely

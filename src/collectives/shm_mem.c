@@ -1,7 +1,7 @@
 /* Registered memory of a shared-memory segment's members (shm_mem.h). */
 #include "collectives/shm_mem.h"
 
-#include "common/status.h"
+#include "collectives/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@ static unsigned g_counter;
 
 static gcl_status_t no_memory(const char *what, const char *name, size_t len, int e)
 {
-    ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: %s of %zu bytes of shared memory (%s): %s", what,
+    gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_mem_alloc: %s of %zu bytes of shared memory (%s): %s", what,
               len, name, strerror(e));
     return GCL_ERR_NO_MEMORY;
 }
@@ -88,7 +88,7 @@ gcl_status_t gcl_shm_regions_alloc(gcl_shm_regions_t *r, int rank, int size, siz
     gcl_status_t st = GCL_OK;
     msg.len = (bytes + 4095) / 4096 * 4096;
     if (g == NULL || g->base == NULL || g->len == NULL || all == NULL) {
-        ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: out of memory");
+        gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_mem_alloc: out of memory");
         st = GCL_ERR_NO_MEMORY;
     } else {
         g->id = id;
@@ -104,14 +104,14 @@ gcl_status_t gcl_shm_regions_alloc(gcl_shm_regions_t *r, int rank, int size, siz
     int32_t ok = 0;
     if (all == NULL || allgather(&msg, all, sizeof(msg), arg) != 0) {
         if (st == GCL_OK) {
-            ipu_error(IPU_ERR_TRANSPORT, "gcl_mem_alloc: allgather failed");
+            gcl_set_error(GCL_ERR_TRANSPORT, "gcl_mem_alloc: allgather failed");
             st = GCL_ERR_TRANSPORT;
         }
     } else {
         for (int j = 0; j < size && st == GCL_OK; j++) {
             all[j].name[sizeof(all[j].name) - 1] = 0;
             if (!all[j].ok) {
-                ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: local rank %d could not allocate", j);
+                gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_mem_alloc: local rank %d could not allocate", j);
                 st = GCL_ERR_NO_MEMORY;
             } else if (j != rank && (st = map_object(all[j].name, 0, all[j].len, &g->base[j])) == GCL_OK)
                 g->len[j] = all[j].len;
@@ -120,13 +120,13 @@ gcl_status_t gcl_shm_regions_alloc(gcl_shm_regions_t *r, int rank, int size, siz
         int32_t *oks = (int32_t *)(void *)all;
         if (allgather(&ok, oks, sizeof(ok), arg) != 0) {
             if (st == GCL_OK) {
-                ipu_error(IPU_ERR_TRANSPORT, "gcl_mem_alloc: allgather failed");
+                gcl_set_error(GCL_ERR_TRANSPORT, "gcl_mem_alloc: allgather failed");
                 st = GCL_ERR_TRANSPORT;
             }
         } else
             for (int j = 0; j < size && st == GCL_OK; j++)
                 if (!oks[j]) {
-                    ipu_error(IPU_ERR_NO_MEMORY, "gcl_mem_alloc: local rank %d could not map the "
+                    gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_mem_alloc: local rank %d could not map the "
                               "others' memory", j);
                     st = GCL_ERR_NO_MEMORY;
                 }

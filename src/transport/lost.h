@@ -1,5 +1,5 @@
 /* Lost-rank notices of a pipelined run (used through pipeline/fault.h) and
- * of a libgcl context (collectives/context.c). When a rank loses a peer (the transport
+ * of a libgcl context (collectives/notice.c). When a rank loses a peer (the transport
  * reports it failed) it tells every other rank which rank was lost before
  * it stops. A rank that then loses the messenger (it stopped
  * answering, or the launcher ended it) names the rank that was lost first,

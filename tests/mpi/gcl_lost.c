@@ -1,4 +1,4 @@
-/* A member lost on libgcl's shared-memory path (src/collectives/shm.c,
+/* A member lost on libgcl's shared-memory path (src/collectives/shm_lost.c,
  * "lost members"): gcl_lost [-n RANKS] forks RANKS processes that make a
  * world with gcl_init_oob (the allgather through files in a temporary
  * directory: no MPI, so no launcher tears the job down) and run one

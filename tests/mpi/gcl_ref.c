@@ -1,32 +1,18 @@
 /* Reference side of libgcl's multi-rank tests: see gcl_ref.h. */
 #include "gcl_ref.h"
 
+#include "collectives/types.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-    const char *name;
-    size_t size;
-    double eps;
-} DT[GCL_DTYPE_COUNT] = {
-    [GCL_FLOAT32] = {"f32", 4, 0x1p-23}, [GCL_FLOAT64] = {"f64", 8, 0x1p-52},
-    [GCL_FLOAT16] = {"f16", 2, 0x1p-10}, [GCL_BFLOAT16] = {"bf16", 2, 0x1p-7},
-    [GCL_INT8] = {"i8", 1, 0},           [GCL_UINT8] = {"u8", 1, 0},
-    [GCL_INT32] = {"i32", 4, 0},         [GCL_INT64] = {"i64", 8, 0},
-};
-
-size_t ref_dsize(gcl_dtype_t dt) { return DT[dt].size; }
-const char *ref_dtype_name(gcl_dtype_t dt) { return DT[dt].name; }
-double ref_eps(gcl_dtype_t dt) { return DT[dt].eps; }
-int ref_is_float(gcl_dtype_t dt) { return dt <= GCL_BFLOAT16; }
-
-const char *ref_op_name(gcl_op_t op)
-{
-    static const char *const names[GCL_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
-    return names[op];
-}
+size_t ref_dsize(gcl_dtype_t dt) { return gcl_dtype_info(dt)->size; }
+const char *ref_dtype_name(gcl_dtype_t dt) { return gcl_dtype_info(dt)->name; }
+double ref_eps(gcl_dtype_t dt) { return gcl_dtype_info(dt)->eps; }
+int ref_is_float(gcl_dtype_t dt) { return gcl_dtype_info(dt)->is_float; }
+const char *ref_op_name(gcl_op_t op) { return gcl_op_name(op); }
 
 /* ------------------------------------------------ float16 / bfloat16 bits */
 

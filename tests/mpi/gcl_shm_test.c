@@ -9,6 +9,7 @@
  * /dev/shm. Prints "gcl_shm: ok (N ranks)". */
 #include "collectives/reduce_local.h"
 #include "collectives/shm.h"
+#include "collectives/types.h"
 #include "common/dtype.h"
 #include "common/status.h"
 
@@ -59,12 +60,6 @@ static gcl_status_t wait_op(gcl_shm_op_t *op)
     }
 }
 
-static const ipu_dtype_t IPU_DT[GCL_DTYPE_COUNT] = {
-    IPU_DTYPE_FLOAT, IPU_DTYPE_DOUBLE, IPU_DTYPE_FLOAT16, IPU_DTYPE_BFLOAT16,
-    IPU_DTYPE_INT8, IPU_DTYPE_UINT8, IPU_DTYPE_INT32, IPU_DTYPE_INT64};
-static const char *DT_NAME[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"};
-static const char *OP_NAME[] = {"sum", "prod", "min", "max", "avg"};
-static size_t dsz(gcl_dtype_t dt) { return ipu_dtype_size(IPU_DT[dt]); }
 static int is_float(gcl_dtype_t dt) { return dt <= GCL_BFLOAT16; }
 
 static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
@@ -101,13 +96,13 @@ static double input_value(gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int r, siz
 static void fill(void *buf, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int r, size_t off, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        ipu_dtype_set_f64(IPU_DT[dt], buf, i, input_value(dt, op, seed, r, off + i));
+        ipu_dtype_set_f64(gcl_dtype_info(dt)->ipu, buf, i, input_value(dt, op, seed, r, off + i));
 }
 
 /* reference of element i over ranks 0..size-1 (rank order), as the dtype */
 static void reference(void *out, size_t k, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, size_t i)
 {
-    ipu_dtype_t t = IPU_DT[dt];
+    ipu_dtype_t t = gcl_dtype_info(dt)->ipu;
     if (is_float(dt)) {
         double acc = input_value(dt, op, seed, 0, i);
         for (int r = 1; r < g_size; r++) {
@@ -138,15 +133,15 @@ static void reference(void *out, size_t k, gcl_dtype_t dt, gcl_op_t op, uint64_t
 static size_t check_ref(const void *got, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed,
                         size_t off, const char *what)
 {
-    size_t es = dsz(dt), bad = 0;
+    size_t es = gcl_dtype_size(dt), bad = 0;
     unsigned char exp[8];
     for (size_t i = 0; i < n; i++) {
         reference(exp, 0, dt, op, seed, off + i);
         if (memcmp(exp, (const char *)got + i * es, es) != 0) {
             if (bad++ == 0)
-                CHECK(0, "%s %s %s: element %zu: got %g expected %g", what, DT_NAME[dt],
-                      OP_NAME[op], off + i, ipu_dtype_get_f64(IPU_DT[dt], got, i),
-                      ipu_dtype_get_f64(IPU_DT[dt], exp, 0));
+                CHECK(0, "%s %s %s: element %zu: got %g expected %g", what, gcl_dtype_info(dt)->name,
+                      gcl_op_name(op), off + i, ipu_dtype_get_f64(gcl_dtype_info(dt)->ipu, got, i),
+                      ipu_dtype_get_f64(gcl_dtype_info(dt)->ipu, exp, 0));
         }
     }
     return bad;
@@ -159,7 +154,7 @@ static void test_reductions(gcl_shm_t *shm, int dt_step)
     for (int dt = 0; dt < GCL_DTYPE_COUNT; dt += dt_step)
         for (int op = 0; op < GCL_OP_COUNT; op++)
             for (size_t ci = 0; ci < sizeof(COUNTS) / sizeof(COUNTS[0]); ci++) {
-                size_t n = COUNTS[ci], es = dsz(dt);
+                size_t n = COUNTS[ci], es = gcl_dtype_size(dt);
                 uint64_t seed = (uint64_t)(dt * 100 + op * 10) + ci;
                 char *in = malloc(n * es * g_size + 64), *out = malloc(n * es * g_size + 64);
                 gcl_shm_op_t *o;
@@ -198,7 +193,7 @@ static void test_moves(gcl_shm_t *shm)
     static const size_t counts[] = {0, 1, 2, 5, 1000, 70001, 300001};
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
         for (int dt = 0; dt < GCL_DTYPE_COUNT; dt += 3) {
-            size_t n = counts[ci], es = dsz(dt);
+            size_t n = counts[ci], es = gcl_dtype_size(dt);
             uint64_t seed = 5000 + ci * 10 + (uint64_t)dt;
             char *in = malloc(n * es + 1), *out = malloc(n * es * g_size + 1),
                  *exp = malloc(n * es * g_size + 1);
@@ -213,7 +208,7 @@ static void test_moves(gcl_shm_t *shm)
                 CHECK(gcl_shm_allgather_start(shm, inplace ? GCL_IN_PLACE : in, out, n, dt, &o) == GCL_OK, "start");
                 CHECK(wait_op(o) == GCL_OK, "allgather");
                 CHECK(memcmp(out, exp, n * es * g_size) == 0, "allgather %zu %s%s", n,
-                      DT_NAME[dt], inplace ? " in place" : "");
+                      gcl_dtype_info(dt)->name, inplace ? " in place" : "");
             }
             for (int root = 0; root < g_size; root++) {
                 if (g_rank == root)
@@ -223,7 +218,7 @@ static void test_moves(gcl_shm_t *shm)
                 CHECK(gcl_shm_broadcast_start(shm, out, n, dt, root, &o) == GCL_OK, "start");
                 CHECK(wait_op(o) == GCL_OK, "broadcast");
                 fill(exp, dt, GCL_SUM, seed + 1, root, 0, n);
-                CHECK(memcmp(out, exp, n * es) == 0, "broadcast %zu %s root %d", n, DT_NAME[dt],
+                CHECK(memcmp(out, exp, n * es) == 0, "broadcast %zu %s root %d", n, gcl_dtype_info(dt)->name,
                       root);
             }
             free(in);
@@ -315,7 +310,7 @@ static void test_sequence(gcl_shm_t *shm)
             CHECK(wait_op(ops[d]) == GCL_OK, "sequence op");
         for (int d = 0; d < depth; d++) {
             uint64_t seed = (uint64_t)it * 16 + (uint64_t)d;
-            size_t es = dsz(dt[d]);
+            size_t es = gcl_dtype_size(dt[d]);
             if (kind[d] == 0) {
                 if (check_ref(out[d], n[d], dt[d], GCL_SUM, seed, 0, "sequence allreduce"))
                     CHECK(0, "iteration %d depth %d", it, d);
@@ -410,8 +405,8 @@ static void test_layout_mismatch(MPI_Comm *comm)
         unsetenv("GCL_SHM_NBUF");
         CHECK(st != GCL_OK && s == NULL, "layout mismatch (%s): opened", want[c]);
         if (g_rank == 1)
-            CHECK(strstr(ipu_error_message(), want[c]) != NULL, "layout mismatch: \"%s\", not \"%s\"",
-                  ipu_error_message(), want[c]);
+            CHECK(strstr(gcl_last_error(), want[c]) != NULL, "layout mismatch: \"%s\", not \"%s\"",
+                  gcl_last_error(), want[c]);
         if (s)
             gcl_shm_close(s);
     }
@@ -439,7 +434,7 @@ static void test_errors(gcl_shm_t *shm)
     CHECK(gcl_shm_allreduce_start(shm, &x, &x, 1, GCL_FLOAT32, (gcl_op_t)9, &o) == GCL_ERR_INVALID_ARG, "bad op");
     CHECK(gcl_shm_reduce_start(shm, &x, &x, 1, GCL_FLOAT32, GCL_SUM, g_size, &o) == GCL_ERR_INVALID_ARG, "bad root");
     CHECK(gcl_shm_broadcast_start(shm, NULL, 1, GCL_FLOAT32, 0, &o) == GCL_ERR_INVALID_ARG, "NULL buffer");
-    CHECK(strstr(ipu_error_message(), "broadcast") != NULL, "message names the call: %s", ipu_error_message());
+    CHECK(strstr(gcl_last_error(), "broadcast") != NULL, "message names the call: %s", gcl_last_error());
 }
 
 int main(int argc, char **argv)
@@ -453,10 +448,10 @@ int main(int argc, char **argv)
 
     gcl_shm_t *shm = NULL, *small = NULL, *nt = NULL;
     gcl_status_t st = gcl_shm_open(g_rank, g_size, GCL_SHM_SLOT_BYTES, mpi_allgather, &comm, &shm);
-    CHECK(st == GCL_OK, "gcl_shm_open: %s", ipu_error_message());
+    CHECK(st == GCL_OK, "gcl_shm_open: %s", gcl_last_error());
     /* a second segment with a tiny slot: many segments per op */
     st = gcl_shm_open(g_rank, g_size, 4096, mpi_allgather, &comm, &small);
-    CHECK(st == GCL_OK, "gcl_shm_open (small): %s", ipu_error_message());
+    CHECK(st == GCL_OK, "gcl_shm_open (small): %s", gcl_last_error());
     /* a third with streaming stores into staging and into every output
      * forced on and 5 staging buffers per member (the default segments
      * choose staging stores per op by timing, so they run both ways too) */
@@ -464,7 +459,7 @@ int main(int argc, char **argv)
     setenv("GCL_SHM_STREAM_BYTES", "1", 1);
     setenv("GCL_SHM_NBUF", "5", 1);
     st = gcl_shm_open(g_rank, g_size, 8192, mpi_allgather, &comm, &nt);
-    CHECK(st == GCL_OK, "gcl_shm_open (streaming): %s", ipu_error_message());
+    CHECK(st == GCL_OK, "gcl_shm_open (streaming): %s", gcl_last_error());
     unsetenv("GCL_SHM_STAGE_NT");
     unsetenv("GCL_SHM_STREAM_BYTES");
     unsetenv("GCL_SHM_NBUF");

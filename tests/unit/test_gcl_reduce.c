@@ -7,6 +7,7 @@
  * AVG through gcl_reduce_finish_avg; hand-computed cases and bad arguments. */
 #include "collectives/copy.h"
 #include "collectives/reduce_local.h"
+#include "collectives/types.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -23,8 +24,6 @@
 
 #define N 1037
 static char g_dir[256];
-static const char *DT_NAME[GCL_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"};
-static const size_t DT_SIZE[GCL_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 8};
 static const char *OP_FILE[GCL_OP_COUNT] = {"sum", "prod", "min", "max", "avg3"};
 
 static int setup(void **state)
@@ -62,7 +61,7 @@ static int is_nan(gcl_dtype_t dt, const void *p)
 static void compare(gcl_dtype_t dt, gcl_op_t op, const char *how, size_t n, size_t tot,
                     const char *got, const char *exp)
 {
-    size_t es = DT_SIZE[dt];
+    size_t es = gcl_dtype_size(dt);
     for (size_t i = 0; i < n; i++) {
         const char *g = got + i * es, *e = exp + i * es;
         int ok = is_nan(dt, e) ? is_nan(dt, g) : memcmp(g, e, es) == 0;
@@ -70,13 +69,13 @@ static void compare(gcl_dtype_t dt, gcl_op_t op, const char *how, size_t n, size
             uint64_t gu = 0, eu = 0;
             memcpy(&gu, g, es);
             memcpy(&eu, e, es);
-            fail_msg("%s %s (%s, n=%zu): element %zu: got 0x%llx, expected 0x%llx", DT_NAME[dt],
+            fail_msg("%s %s (%s, n=%zu): element %zu: got 0x%llx, expected 0x%llx", gcl_dtype_info(dt)->name,
                      OP_FILE[op], how, n, i, (unsigned long long)gu, (unsigned long long)eu);
         }
     }
     for (size_t i = n * es; i < tot * es; i++)
         if ((unsigned char)got[i] != 0xa5)
-            fail_msg("%s %s (%s, n=%zu): byte %zu past the end written", DT_NAME[dt], OP_FILE[op],
+            fail_msg("%s %s (%s, n=%zu): byte %zu past the end written", gcl_dtype_info(dt)->name, OP_FILE[op],
                      how, n, i);
 }
 
@@ -84,7 +83,7 @@ static void compare(gcl_dtype_t dt, gcl_op_t op, const char *how, size_t n, size
 static void run_case(gcl_dtype_t dt, gcl_op_t op, size_t n, const char *a, const char *b,
                      const char *exp)
 {
-    size_t es = DT_SIZE[dt], bytes = N * es;
+    size_t es = gcl_dtype_size(dt), bytes = N * es;
     char *d = malloc(bytes);
     assert_non_null(d);
     for (int form = 0; form < 4; form++) {
@@ -122,16 +121,16 @@ static void test_reference(void **state)
 {
     (void)state;
     for (int dt = 0; dt < GCL_DTYPE_COUNT; dt++) {
-        size_t bytes = N * DT_SIZE[dt];
-        char *a = load(DT_NAME[dt], "a", bytes), *b = load(DT_NAME[dt], "b", bytes);
+        size_t bytes = N * gcl_dtype_size(dt);
+        char *a = load(gcl_dtype_info(dt)->name, "a", bytes), *b = load(gcl_dtype_info(dt)->name, "b", bytes);
         for (int op = 0; op < GCL_OP_COUNT; op++) {
-            char *exp = load(DT_NAME[dt], OP_FILE[op], bytes);
+            char *exp = load(gcl_dtype_info(dt)->name, OP_FILE[op], bytes);
             for (size_t n = 0; n <= 70; n++)
                 run_case(dt, op, n, a, b, exp);
             run_case(dt, op, N, a, b, exp);
             /* unaligned: start one element in */
-            char *e1 = exp + DT_SIZE[dt];
-            size_t es = DT_SIZE[dt];
+            char *e1 = exp + gcl_dtype_size(dt);
+            size_t es = gcl_dtype_size(dt);
             char *d = malloc(bytes);
             memset(d, 0xa5, bytes);
             assert_int_equal(gcl_reduce_local3(d + es, a + es, b + es, N - 1, dt, op), GCL_OK);

@@ -1,109 +1,14 @@
-/* libgcl context: bootstrap (gcl_init_mpi over an MPI communicator,
- * gcl_init_oob over an allgather callback, as UCC's context), one shared
- * transport, the host topology from the transport's host names, the world
- * communicator; errors, version, logging. */
+/* libgcl's init and finalize: the context's bootstrap (gcl_init_mpi over an
+ * MPI communicator, gcl_init_oob over an allgather callback, as UCC's
+ * context), its settings from the environment, one shared transport, the
+ * host topology from the transport's host names, the world communicator. */
 #include "collectives/gcl_internal.h"
 #include "common/settings.h"
 
-#include <stdarg.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
-
-static _Thread_local char last_error[1024];
-
-gcl_status_t gcl_set_error(gcl_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-const char *gcl_last_error(void)
-{
-    return last_error;
-}
-
-gcl_status_t gcl_from_ipu(ipu_status_t st, const char *what)
-{
-    gcl_status_t g;
-    switch (st) {
-    case IPU_OK:              return GCL_OK;
-    case IPU_ERR_INVALID_ARG: g = GCL_ERR_INVALID_ARG; break;
-    case IPU_ERR_NO_MEMORY:   g = GCL_ERR_NO_MEMORY; break;
-    case IPU_ERR_TIMED_OUT:   g = GCL_ERR_TIMED_OUT; break;
-    case IPU_ERR_UNSUPPORTED: g = GCL_ERR_UNSUPPORTED; break;
-    case IPU_ERR_MESSAGE_SIZE: g = GCL_ERR_MESSAGE_SIZE; break;
-    default:                  g = GCL_ERR_TRANSPORT; break;
-    }
-    char msg[900];
-    snprintf(msg, sizeof(msg), "%s", ipu_error_message());
-    return gcl_set_error(g, "gcl_%s: %s", what, msg);
-}
-
-const char *gcl_status_string(gcl_status_t status)
-{
-    switch (status) {
-    case GCL_OK:              return "success";
-    case GCL_IN_PROGRESS:     return "in progress";
-    case GCL_ERR_INVALID_ARG: return "invalid argument";
-    case GCL_ERR_NO_MEMORY:   return "out of memory";
-    case GCL_ERR_TRANSPORT:   return "transport error";
-    case GCL_ERR_TIMED_OUT:   return "timed out";
-    case GCL_ERR_MISMATCH:    return "collective arguments differ between members";
-    case GCL_ERR_UNSUPPORTED: return "unsupported";
-    case GCL_ERR_NOT_MEMBER:  return "not a member";
-    case GCL_ERR_MESSAGE_SIZE: return "message size differs from the receive count";
-    }
-    return "unknown status";
-}
-
-int gcl_version(void) { return GCL_VERSION; }
-
-#define GCL_STR2(x) #x
-#define GCL_STR(x) GCL_STR2(x)
-const char *gcl_version_string(void)
-{
-    return GCL_STR(GCL_VERSION_MAJOR) "." GCL_STR(GCL_VERSION_MINOR) "." GCL_STR(GCL_VERSION_PATCH);
-}
-
-size_t gcl_dtype_size(gcl_dtype_t dtype)
-{
-    switch (dtype) {
-    case GCL_FLOAT32: case GCL_INT32: return 4;
-    case GCL_FLOAT64: case GCL_INT64: return 8;
-    case GCL_FLOAT16: case GCL_BFLOAT16: return 2;
-    case GCL_INT8: case GCL_UINT8: return 1;
-    default: return 0;
-    }
-}
-
-void gcl_log(const gcl_comm_t *c, int level, const char *fmt, ...)
-{
-    if (c == NULL || level > c->ctx->log_level)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[gcl %s rank %d] comm %u rank %d/%d: %s\n", level == GCL_LOG_DEBUG ? "debug" : "info",
-            c->ctx->rank, c->id, c->rank, c->size, msg);
-}
-
-void gcl_idle(const gcl_ctx_t *ctx, unsigned spin)
-{
-    if (ctx->yield_always || (spin & 255) == 255)
-        sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-    else
-        __builtin_ia32_pause(); /* leave the core's pipeline to an SMT sibling */
-#endif
-}
 
 static int read_env(gcl_ctx_t *ctx)
 {
@@ -140,37 +45,6 @@ static gcl_status_t topology(gcl_ctx_t *ctx)
             ctx->nhosts = h + 1;
     }
     return GCL_OK;
-}
-
-gcl_status_t gcl_ctx_notice(gcl_ctx_t *ctx, const char *what)
-{
-    if (ctx->heard == NULL) {
-        if (ctx->lost == NULL || (++ctx->notice_polls & 63) != 0 || ipu_lost_poll(ctx->lost) == IPU_OK)
-            return GCL_OK;
-        ctx->heard = strdup(ipu_error_message());
-        if (ctx->heard == NULL)
-            return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_%s: a rank was lost; the job cannot continue", what);
-    }
-    return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_%s: %s", what, ctx->heard);
-}
-
-void gcl_ctx_tell(gcl_ctx_t *ctx, int world_rank)
-{
-    if (ctx->lost == NULL || ctx->told)
-        return;
-    for (int p = 0; world_rank < 0 && p < ctx->size; p++)
-        if (p != ctx->rank && ipu_transport_peer_failed(ctx->tp, p))
-            world_rank = p;
-    if (world_rank < 0 || world_rank >= ctx->size || world_rank == ctx->rank)
-        return; /* not a lost peer (a timeout, a reset connection) */
-    ctx->told = 1;
-    ipu_lost_tell_of(ctx->lost, world_rank);
-    if (ctx->heard == NULL) {
-        char m[300];
-        snprintf(m, sizeof(m), "lost rank %d on host %s; the job cannot continue", world_rank,
-                 ipu_transport_host(ctx->tp, world_rank));
-        ctx->heard = strdup(m);
-    }
 }
 
 static void ctx_free(gcl_ctx_t *ctx)
