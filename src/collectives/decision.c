@@ -1,7 +1,7 @@
 /* libgcl's decision table: which algorithm runs a collective, by message
  * size and group size, kept apart from the algorithms as Open MPI's
  * coll_tuned_decision_fixed.c is. Switch points follow Open MPI tuned and
- * UCC (docs: /work/shared/notes/collectives.md): recursive doubling for
+ * UCC (docs/libgcl.md, "Algorithms"): recursive doubling for
  * small allreduce, Rabenseifner for medium, ring (segmented, pipelined) for
  * large; k-nomial trees for small broadcast/reduce; the shared-memory path
  * whenever every member is on one host; hierarchical when the group spans

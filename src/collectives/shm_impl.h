@@ -51,7 +51,7 @@
  *     members (its own part straight from its input) into the hole of its
  *     own buffer and its output, then copies the other reduced chunks out
  *     (reduce: only the root). Per member: about 2.5 bytes of memory traffic
- *     per byte for n = 2, the physical limit (notes/collectives.md).
+ *     per byte for n = 2, the physical limit (docs/libgcl.md, shared memory).
  *   allreduce on registered memory (every member's buffers from
  *     gcl_shm_mem_alloc, above oneshot_max): no staging; member j reduces
  *     chunk j of every member's input into every member's output
