@@ -12,9 +12,12 @@
  * size; GCL_<COLL>_ALGO overrides the choice (docs/libgcl.md).
  *
  * Conventions (as UCX's and hwloc's headers state theirs):
- *  - Every function returns gcl_status_t: GCL_OK (0) or a negative error;
- *    gcl_status_string() names it. After an error the output buffers (and
- *    an in-place input) may be partly written.
+ *  - Every function that can fail returns gcl_status_t: GCL_OK (0) or a
+ *    negative error; gcl_status_string() names it. The queries return their
+ *    answer (gcl_comm_rank / gcl_comm_size: -1 / 0 for NULL, gcl_algorithm
+ *    and the string functions: a constant string) and the destroy functions
+ *    return void. After an error the output buffers (and an in-place input)
+ *    may be partly written.
  *  - Counts are element counts (not bytes) of the given dtype; buffers are
  *    host memory owned by the caller and must stay valid until the
  *    collective completes (for non-blocking calls: until test/wait reports
@@ -142,7 +145,9 @@ gcl_status_t gcl_init_oob(const gcl_oob_t *oob, const gcl_init_params_t *params,
  *  communicators must be destroyed first). Not collective. Accepts NULL. */
 void gcl_finalize(gcl_comm_t *world);
 
+/** This member's rank in comm (0 .. size-1), or -1 when comm is NULL. */
 int gcl_comm_rank(const gcl_comm_t *comm);
+/** The number of members of comm, or 0 when comm is NULL. */
 int gcl_comm_size(const gcl_comm_t *comm);
 
 /** Split comm as MPI_Comm_split: members with the same color form a new
@@ -244,7 +249,7 @@ typedef enum {
  *  input / allgather output): a constant string such as "ring",
  *  "recursive_doubling", "rabenseifner", "knomial", "pairwise",
  *  "hierarchical", "shm". GCL_<COLL>_ALGO=name (e.g. GCL_ALLREDUCE_ALGO=ring)
- *  forces one. */
+ *  forces one. "?" for a NULL comm or an unknown coll. */
 const char *gcl_algorithm(const gcl_comm_t *comm, gcl_coll_t coll, size_t bytes);
 
 #ifdef __cplusplus
