@@ -1,15 +1,34 @@
 #!/bin/sh
 # The test suite: build in build/, run make check (unit, model, conformance
 # and malformed-input tests), then build in build-asan/ with
-# -fsanitize=address,undefined and run the unit tests again.
+# -fsanitize=address,undefined and run the unit tests again. --full runs
+# make check-full instead of make check (the exhaustive products too; see
+# README.md). Ends with each test's wall time, slowest first.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+target=check
+case "${1:-}" in
+--full) target=check-full ;;
+"") ;;
+*) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+esac
 status=0
+stages=""
+# stage NAME START: record how long NAME took
+stage() { stages="$stages$(($(date +%s) - $2)) $1
+"; }
+t=$(date +%s)
 IPU_CONFIGURE_FLAGS="--enable-werror" scripts/build.sh
-( cd build && make -j"$(nproc)" check ) || status=1
+stage "build" "$t"; t=$(date +%s)
+( cd build && make -j"$(nproc)" "$target" ) || status=1
+stage "build: make $target" "$t"; t=$(date +%s)
+asan=0
 BUILD_DIR="$top/build-asan" IPU_CONFIGURE_FLAGS="--enable-werror --enable-sanitizers" scripts/build.sh \
-  && ( cd build-asan && make -j"$(nproc)" check-unit ) || status=1
+  || asan=1
+stage "build-asan" "$t"; t=$(date +%s)
+[ "$asan" -eq 0 ] && ( cd build-asan && make -j"$(nproc)" check-unit ) || status=1
+stage "build-asan: make check-unit" "$t"
 # the end of each failed test's log, so a CI failure can be read from the
 # CI output alone
 for trs in build/tests/*/*.trs build-asan/tests/*/*.trs; do
@@ -18,6 +37,17 @@ for trs in build/tests/*/*.trs build-asan/tests/*/*.trs; do
   echo "==== ${trs%.trs}.log (last 40 lines) ===="
   tail -n 40 "${trs%.trs}.log"
 done
+# each test's wall time (the last line tests/timed.sh writes to its log)
+echo "==== wall time per test (s), slowest first ===="
+for trs in build/tests/*/*.trs build-asan/tests/*/*.trs; do
+  [ -f "$trs" ] || continue
+  log=${trs%.trs}.log
+  s=$(sed -n 's/^wall time: \([0-9.]*\) s$/\1/p' "$log" 2>/dev/null | tail -n 1)
+  r=$(sed -n 's/^:test-result: //p' "$trs" | head -n 1)
+  printf '%8s  %-5s %s\n' "${s:-?}" "$r" "${trs%.trs}"
+done | sort -rn
+echo "==== wall time per stage (s) ===="
+printf '%s' "$stages" | while read -r s name; do printf '%8s  %s\n' "$s" "$name"; done
 # one closing line for both runs
 passed=0; failed=0; skipped=0
 for log in build/test-suite.log build-asan/test-suite.log; do

@@ -154,9 +154,27 @@ static int64_t int_input(uint64_t h, gcl_dtype_t dt, gcl_op_t op, int rank)
     }
 }
 
+/* Float inputs in [0, 1) scaled per op: sums and averages in [-4, 4),
+ * products +-[0.5, 2), MIN / MAX in [-100, 100). */
+static double float_input(uint64_t h, gcl_op_t op)
+{
+    double u = (double)(h >> 11) * 0x1p-53;  /* [0, 1) */
+    switch (op) {
+    case GCL_SUM: case GCL_AVG: return -4 + 8 * u;
+    case GCL_PROD:              return ((h & 1) ? -1 : 1) * (0.5 + 1.5 * u);
+    default:                    return -100 + 200 * u;
+    }
+}
+
+/* The hash of rank `rank`'s inputs: element i is drawn from splitmix(h0 ^ i). */
+static uint64_t rank_hash(uint64_t seed, int rank)
+{
+    return splitmix(splitmix(seed) ^ (uint64_t)rank);
+}
+
 void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, int rank)
 {
-    uint64_t h0 = splitmix(splitmix(seed) ^ (uint64_t)rank); /* element i: splitmix(h0 ^ i) */
+    uint64_t h0 = rank_hash(seed, rank);
     for (size_t i = 0; i < n; i++) {
         uint64_t h = splitmix(h0 ^ i);
         if (!ref_is_float(dt)) {
@@ -169,14 +187,7 @@ void ref_fill(void *buf, size_t n, gcl_dtype_t dt, gcl_op_t op, uint64_t seed, i
             }
             continue;
         }
-        double u = (double)(h >> 11) * 0x1p-53;  /* [0, 1) */
-        double v;
-        switch (op) {
-        case GCL_SUM: case GCL_AVG: v = -4 + 8 * u; break;
-        case GCL_PROD:              v = ((h & 1) ? -1 : 1) * (0.5 + 1.5 * u); break;
-        default:                    v = -100 + 200 * u; break;
-        }
-        ref_set(buf, i, dt, v);
+        ref_set(buf, i, dt, float_input(h, op));
     }
 }
 
@@ -218,38 +229,76 @@ static int world_rank(void)
     return r;
 }
 
-/* The exact reduction of element i over nranks inputs (integers). */
-static int64_t int_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt, gcl_op_t op)
+/* Where a reduction's inputs come from: gathered (rank r's input at all + r *
+ * stride elements), or drawn from the fill pattern (h0: rank_hash of each
+ * rank), which needs no communication. */
+typedef struct {
+    const void *all;
+    size_t stride;
+    const uint64_t *h0;
+    gcl_dtype_t dt;
+    gcl_op_t op;
+} src_t;
+
+/* Element i of rank r's input (integers), as ref_fill stores it. */
+static inline int64_t src_int(const src_t *s, int r, size_t i)
 {
-    int64_t acc = iget(all, i, dt);
+    if (!s->h0)
+        return iget(s->all, (size_t)r * s->stride + i, s->dt);
+    int64_t v = int_input(splitmix(s->h0[r] ^ i), s->dt, s->op, r);
+    switch (s->dt) {
+    case GCL_INT8:  return (int8_t)v;
+    case GCL_UINT8: return (uint8_t)v;
+    case GCL_INT32: return (int32_t)v;
+    default:        return v;
+    }
+}
+
+/* The same for floats: the input rounded to the dtype as ref_set does (exact). */
+static inline long double src_float(const src_t *s, int r, size_t i)
+{
+    if (!s->h0)
+        return get(s->all, (size_t)r * s->stride + i, s->dt);
+    double v = float_input(splitmix(s->h0[r] ^ i), s->op);
+    switch (s->dt) {
+    case GCL_FLOAT32:  return (float)v;
+    case GCL_FLOAT64:  return v;
+    case GCL_FLOAT16:  return ref_f16_to_f32(ref_f32_to_f16((float)v));
+    default:           return ref_bf16_to_f32(ref_f32_to_bf16((float)v));
+    }
+}
+
+/* The exact reduction of element i over nranks inputs (integers). */
+static int64_t int_reduce(const src_t *s, size_t i, int nranks)
+{
+    int64_t acc = src_int(s, 0, i);
     for (int r = 1; r < nranks; r++) {
-        int64_t x = iget(all, (size_t)r * stride + i, dt);
-        switch (op) {
+        int64_t x = src_int(s, r, i);
+        switch (s->op) {
         case GCL_SUM: case GCL_AVG: acc += x; break;
         case GCL_PROD: acc *= x; break;
         case GCL_MIN: acc = x < acc ? x : acc; break;
         default:      acc = x > acc ? x : acc; break;
         }
     }
-    return op == GCL_AVG ? acc / nranks : acc;   /* C division truncates */
+    return s->op == GCL_AVG ? acc / nranks : acc;   /* C division truncates */
 }
 
 /* The reduction of element i in long double and its error bound (floats). */
-static long double float_reduce(const void *all, size_t stride, size_t i, int nranks, gcl_dtype_t dt,
-                                gcl_op_t op, long double *tol)
+static long double float_reduce(const src_t *s, size_t i, int nranks, long double *tol)
 {
-    long double acc = get(all, i, dt), mag = fabsl(acc);
+    long double acc = src_float(s, 0, i), mag = fabsl(acc);
     for (int r = 1; r < nranks; r++) {
-        long double x = get(all, (size_t)r * stride + i, dt);
-        switch (op) {
+        long double x = src_float(s, r, i);
+        switch (s->op) {
         case GCL_SUM: case GCL_AVG: acc += x; mag += fabsl(x); break;
         case GCL_PROD: acc *= x; break;
         case GCL_MIN: acc = x < acc ? x : acc; break;
         default:      acc = x > acc ? x : acc; break;
         }
     }
-    long double eps = ref_eps(dt), k = nranks - 1;
-    switch (op) {
+    long double eps = ref_eps(s->dt), k = nranks - 1;
+    switch (s->op) {
     case GCL_SUM:  *tol = k * eps * mag; break;
     case GCL_PROD: *tol = k * eps * fabsl(acc); break;
     case GCL_AVG:  /* the sum's bound / n, plus the rounding of the division */
@@ -272,22 +321,16 @@ static void *ref_array(size_t n, size_t size)
     return p;
 }
 
-void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
-                gcl_dtype_t dt, gcl_op_t op)
+/* Entries [lo, hi) of e (elements off + lo .. off + hi - 1 of the inputs). */
+static void expect_range(ref_expect_t *e, const src_t *s, size_t off, int nranks, size_t lo, size_t hi)
 {
-    e->n = n;
-    e->want = e->tol = NULL;
-    e->iwant = NULL;
-    if (!ref_is_float(dt)) {
-        e->iwant = ref_array(n, sizeof(int64_t));
-        for (size_t k = 0; k < n; k++)
-            e->iwant[k] = int_reduce(all, stride, off + k, nranks, dt, op);
+    if (e->iwant) {
+        for (size_t k = lo; k < hi; k++)
+            e->iwant[k] = int_reduce(s, off + k, nranks);
         return;
     }
-    e->want = ref_array(n, sizeof(double));
-    e->tol = ref_array(n, sizeof(double));
-    for (size_t k = 0; k < n; k++) {
-        long double tol, want = float_reduce(all, stride, off + k, nranks, dt, op, &tol);
+    for (size_t k = lo; k < hi; k++) {
+        long double tol, want = float_reduce(s, off + k, nranks, &tol);
         e->want[k] = (double)want;
         /* where the result is rounded at all (tol > 0), the bound also
          * covers storing the reference as a double (half an ulp) */
@@ -295,11 +338,97 @@ void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, siz
     }
 }
 
+/* Point e's arrays into base (n entries). */
+static void expect_arrays(ref_expect_t *e, void *base, size_t n, gcl_dtype_t dt)
+{
+    e->n = n;
+    e->want = e->tol = NULL;
+    e->iwant = NULL;
+    if (ref_is_float(dt)) {
+        e->want = base;
+        e->tol = e->want + n;
+    } else {
+        e->iwant = base;
+    }
+}
+
+static size_t expect_bytes(size_t n, gcl_dtype_t dt)
+{
+    return (n + 1) * (ref_is_float(dt) ? 2 * sizeof(double) : sizeof(int64_t));
+}
+
+void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
+                gcl_dtype_t dt, gcl_op_t op)
+{
+    src_t s = {all, stride, NULL, dt, op};
+    expect_arrays(e, ref_array(expect_bytes(n, dt), 1), n, dt);
+    e->win = MPI_WIN_NULL;
+    expect_range(e, &s, off, nranks, 0, n);
+}
+
+/* Below this many input elements (n x members) each member computes the
+ * whole reference itself. */
+enum { SHARE_MIN = 1 << 16 };
+
+void ref_expect_seeded(ref_expect_t *e, MPI_Comm mc, uint64_t seed, size_t off, size_t n, gcl_dtype_t dt,
+                       gcl_op_t op)
+{
+    int nranks = 1, nn = 1, me = 0;
+    MPI_Comm_size(mc, &nranks);
+    /* each member's seed (callers may have drawn different ones) */
+    uint64_t *h0 = ref_array((size_t)nranks, sizeof(uint64_t));
+    MPI_Allgather(&seed, 1, MPI_UINT64_T, h0, 1, MPI_UINT64_T, mc);
+    for (int r = 0; r < nranks; r++)
+        h0[r] = rank_hash(h0[r], r);
+    src_t s = {NULL, 0, h0, dt, op};
+    e->win = MPI_WIN_NULL;
+    if (nranks > 1 && n * (size_t)nranks >= SHARE_MIN) {
+        /* the members share the work where they share a host (all or none
+         * of them see a node communicator as large as mc) */
+        MPI_Comm node;
+        MPI_Comm_split_type(mc, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &nn);
+        MPI_Comm_rank(node, &me);
+        if (nn == nranks) {
+            void *base = NULL;
+            MPI_Aint bytes = me == 0 ? (MPI_Aint)expect_bytes(n, dt) : 0, got;
+            int unit;
+            MPI_Win_allocate_shared(bytes, 8, MPI_INFO_NULL, node, &base, &e->win);
+            MPI_Win_shared_query(e->win, 0, &got, &unit, &base);
+            expect_arrays(e, base, n, dt);
+            MPI_Win_fence(0, e->win);
+        } else {
+            nn = 1;
+            me = 0;
+        }
+        MPI_Comm_free(&node);
+    }
+    if (e->win == MPI_WIN_NULL)
+        expect_arrays(e, ref_array(expect_bytes(n, dt), 1), n, dt);
+    expect_range(e, &s, off, nranks, n * (size_t)me / (size_t)nn, n * (size_t)(me + 1) / (size_t)nn);
+    if (e->win != MPI_WIN_NULL)
+        MPI_Win_fence(0, e->win);
+    free(h0);
+}
+
+ref_expect_t ref_expect_part(const ref_expect_t *e, size_t off, size_t n)
+{
+    ref_expect_t p = {NULL, NULL, NULL, n, MPI_WIN_NULL};
+    if (e->iwant)
+        p.iwant = e->iwant + off;
+    else {
+        p.want = e->want + off;
+        p.tol = e->tol + off;
+    }
+    return p;
+}
+
 void ref_expect_free(ref_expect_t *e)
 {
-    free(e->want);
-    free(e->tol);
-    free(e->iwant);
+    if (e->win != MPI_WIN_NULL)
+        MPI_Win_free(&e->win);
+    else
+        free(e->iwant ? (void *)e->iwant : (void *)e->want);
     e->want = e->tol = NULL;
     e->iwant = NULL;
 }

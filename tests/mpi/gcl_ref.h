@@ -1,8 +1,12 @@
 /* Reference side of libgcl's multi-rank tests (tests/mpi/gcl_test.c): dtype
  * access (float16/bfloat16 converted here, independently of libgcl), seeded
  * inputs chosen per op so that nothing overflows, the sequential reduction of
- * every rank's inputs (gathered with MPI_Allgather) in long double / int64
- * (stored as double / int64) with its error bound, and the checks. Uses only the public gcl.h. */
+ * every rank's inputs in long double / int64 (stored as double / int64) with
+ * its error bound, and the checks. The inputs of a reduction are either
+ * gathered, or drawn again from the fill pattern (element i of rank r is a
+ * function of seed, r and i), so that no member needs the others' buffers;
+ * members on one host then share one reference, each computing a slice.
+ * Uses only the public gcl.h. */
 #ifndef GCL_TEST_REF_H
 #define GCL_TEST_REF_H
 
@@ -54,10 +58,23 @@ typedef struct {
                          * (which includes that rounding); NULL for integers */
     int64_t *iwant;     /* integers: the exact result; NULL for floats */
     size_t n;
+    MPI_Win win;        /* the shared window holding the arrays, or MPI_WIN_NULL */
 } ref_expect_t;
+/* From gathered inputs (rank r's input at all + r * stride elements). */
 void ref_expect(ref_expect_t *e, const void *all, size_t stride, size_t off, size_t n, int nranks,
                 gcl_dtype_t dt, gcl_op_t op);
+/* From the fill pattern: the members of mc (rank r filled its input with
+ * ref_fill(seed_r, r), for dt and op; seed is this member's seed_r, and the
+ * members' seeds are gathered). Collective over mc: where its members
+ * share a host and the reference is large, one array in shared memory that
+ * each member computes a slice of; else each computes it all. */
+void ref_expect_seeded(ref_expect_t *e, MPI_Comm mc, uint64_t seed, size_t off, size_t n, gcl_dtype_t dt,
+                       gcl_op_t op);
+/* Entries off .. off+n-1 of e, pointing into it (not to be freed; valid
+ * while e is). */
+ref_expect_t ref_expect_part(const ref_expect_t *e, size_t off, size_t n);
 size_t ref_check_expect(const char *what, const void *got, const ref_expect_t *e, gcl_dtype_t dt);
+/* Collective over mc where e came from ref_expect_seeded. */
 void ref_expect_free(ref_expect_t *e);
 /* got and want byte for byte (n elements); returns the number of bad ones. */
 size_t ref_check_equal(const char *what, const void *got, const void *want, size_t n, gcl_dtype_t dt);
