@@ -119,6 +119,9 @@ ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
         return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: the stage %s; raise --ipu-memory or split the "
                          "model over more IPUs", dev->params.index, msg);
     }
+    ipu_status_t st = ipu_stage_load(stage);
+    if (st != IPU_OK)
+        return st;
     uint8_t *arena = alloc64(stage->plan.arena_bytes);
     void *scratch = stage->scratch_bytes ? alloc64(stage->scratch_bytes) : NULL;
     if (arena == NULL || (stage->scratch_bytes && scratch == NULL)) {

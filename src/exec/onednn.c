@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where a Conv's activations are reordered: PLAIN runs the primitive on our
- * NCHW tensors, BLOCKED lets oneDNN pick its layout and reorders src and dst
- * through the scratch buffer. */
-enum { CONV_IO_PLAIN, CONV_IO_BLOCKED };
-#define CONV_IO CONV_IO_BLOCKED
-
 struct ipu_dnn {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
@@ -25,10 +19,13 @@ struct ipu_dnn {
     dnnl_primitive_t src_in, dst_out; /* activation reorders (NULL: none) */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
-    int reorder_weights;
+    int reorder_weights; /* the primitive's weights layout differs from ours */
+    int swap;           /* a pointwise Conv as matmul W @ X: SRC is W, WEIGHTS is X */
+    int64_t loop, x_step, y_step; /* run loop times, X and Y advancing by the steps */
+    int64_t bias_rows, bias_cols; /* > 0: Y[i] = bias per row first (a sum post-op adds) */
     pthread_mutex_t mu; /* guards the weights copy */
-    void *wei;          /* weights in wei_md, or NULL until the first run */
-    const void *wei_from;
+    void *wei;          /* weights in wei_md made at load, or NULL */
+    const void *wei_from; /* the address they were made from */
 };
 
 /* ---- engine, streams, errors ------------------------------------------ */
@@ -270,6 +267,41 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
     return s;
 }
 
+/* A pointwise Conv (kernel 1, stride 1, no padding, one group) as the
+ * matmul Y[n] = W[M, C] @ X[n][C, HW] per image, all in our plain layouts:
+ * no reorder of the activations. A bias fills Y's rows first and a sum
+ * post-op adds the product (oneDNN's fast matmuls take a bias per column
+ * only). Fails when oneDNN has no implementation (the caller then makes a
+ * convolution). */
+static ipu_status_t conv_as_matmul(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d,
+                                   ipu_dnn_t **out)
+{
+    int64_t hw = 1;
+    for (int j = 0; j < d->nd; j++)
+        hw *= d->in[j];
+    ipu_dnn_matmul_desc_t m = {.alpha = 1.0f, .act = d->act, .sum = d->has_bias ? 1.0f : 0.0f};
+    m.a = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, d->C}};
+    m.b = (ipu_dnn_shape_t){.rank = 2, .dims = {d->C, hw}};
+    m.y = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, hw}};
+    m.bias = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, 1}};
+    ipu_dnn_shape_dense(&m.a);
+    ipu_dnn_shape_dense(&m.b);
+    ipu_dnn_shape_dense(&m.y);
+    ipu_dnn_shape_dense(&m.bias);
+    ipu_status_t st = ipu_dnn_matmul(n, &m, out);
+    if (st == IPU_OK) {
+        (*out)->swap = 1;
+        (*out)->loop = d->N;
+        (*out)->x_step = d->C * hw;
+        (*out)->y_step = d->M * hw;
+        if (d->has_bias) {
+            (*out)->bias_rows = d->M;
+            (*out)->bias_cols = hw;
+        }
+    }
+    return st;
+}
+
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out)
 {
     ipu_status_t st = IPU_OK;
@@ -280,12 +312,17 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     dnnl_convolution_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    ipu_dnn_t *p = dnn_new();
+    ipu_dnn_t *p = NULL;
     *out = NULL;
-    if (p == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     if (nd < 1 || nd > 3)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
+    int pointwise = 1;
+    for (int j = 0; j < nd; j++)
+        pointwise &= d->k[j] == 1 && d->s[j] == 1 && d->pb[j] == 0 && d->pe[j] == 0;
+    if (pointwise && d->group == 1 && conv_as_matmul(n, d, out) == IPU_OK)
+        return IPU_OK;
+    if ((p = dnn_new()) == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     if (engine() == NULL)
         DNN_TRY(g_engine_status, "creating the CPU engine");
     int g = d->group > 1, wr = 0;
@@ -309,14 +346,13 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
             "describing W");
-    src_any = src;
-    dst_any = dst;
-    if (CONV_IO == CONV_IO_BLOCKED) {
-        DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
-                "describing X");
-        DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
-                "describing Y");
-    }
+    /* the activations in the layout the primitive prefers (blocked), reordered
+     * to and from ours inside the op: faster than the primitives that take
+     * plain NCHW */
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
+            "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
+            "describing Y");
     DNN_TRY(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference,
                                                        dnnl_convolution_direct, &src_any, &wei_any,
                                                        d->has_bias ? &bias : NULL, &dst_any,
@@ -408,40 +444,65 @@ static dnnl_status_t run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl
     return exec(r, s, &args);
 }
 
-/* p->wei: weights in p->wei_md, made once from w (under p->mu). */
-static ipu_status_t packed_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                   const float *w, const void **out)
+/* A new buffer holding w reordered into p->wei_md (*out, caller frees). */
+static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
+                                    const float *w, void **out)
 {
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
-    void *buf = NULL;
-    if (!p->reorder_weights) {
-        *out = w;
-        return IPU_OK;
-    }
-    pthread_mutex_lock(&p->mu);
-    if (p->wei && p->wei_from != w) {
-        st = ipu_op_error(IPU_ERR_INTERNAL, n, "weights moved after their oneDNN reorder");
-        goto out;
-    }
-    if (p->wei == NULL) {
-        buf = aligned_alloc(64, align64(dnnl_memory_desc_get_size(&p->wei_md)));
-        if (buf == NULL) {
-            st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-            goto out;
-        }
-        DNN_TRY(make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
-        DNN_TRY(run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
-        p->wei = buf;
-        p->wei_from = w;
-        buf = NULL;
-    }
-    *out = p->wei;
+    void *buf = aligned_alloc(64, align64(dnnl_memory_desc_get_size(&p->wei_md)));
+    *out = NULL;
+    if (buf == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
+    DNN_TRY(make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
+    DNN_TRY(run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
+    *out = buf;
+    buf = NULL;
 out:
-    pthread_mutex_unlock(&p->mu);
     if (r)
         dnnl_primitive_destroy(r);
     free(buf);
+    return st;
+}
+
+ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *w)
+{
+    ipu_status_t st = IPU_OK;
+    dnnl_stream_t s = NULL;
+    void *buf = NULL;
+    if (p == NULL || !p->reorder_weights || w == NULL)
+        return IPU_OK;
+    pthread_mutex_lock(&p->mu);
+    if (p->wei_from != w && (st = stream(n, &s)) == IPU_OK) {
+        omp_set_num_threads(1);
+        if ((st = reorder_weights(n, p, s, w, &buf)) == IPU_OK) {
+            free(p->wei);
+            p->wei = buf;
+            p->wei_from = w;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+/* The weights to run with: ours, the copy made at load, or (*tmp, freed by
+ * the caller) a copy made now. */
+static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
+                                const float *w, const void **out, void **tmp)
+{
+    *tmp = NULL;
+    *out = w;
+    if (!p->reorder_weights)
+        return IPU_OK;
+    pthread_mutex_lock(&p->mu);
+    const void *ready = p->wei_from == w ? p->wei : NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (ready) {
+        *out = ready;
+        return IPU_OK;
+    }
+    ipu_status_t st = reorder_weights(n, p, s, w, tmp);
+    *out = *tmp;
     return st;
 }
 
@@ -451,13 +512,14 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
     ipu_status_t st;
     dnnl_stream_t s = NULL;
     const void *w = NULL;
+    void *tmp = NULL;
     args_t args = {.n = 0};
     if (ipu_dnn_scratch(p) > ctx->scratch_bytes)
         return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     if ((st = stream(n, &s)) != IPU_OK)
         return st;
     omp_set_num_threads(ctx->threads > 0 ? ctx->threads : 1);
-    if ((st = packed_weights(n, p, s, weights, &w)) != IPU_OK)
+    if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
         return st;
     uint8_t *pad = ctx->scratch, *xs = pad + align64(p->pad_bytes), *ys = xs + p->src_bytes;
     const void *x = src;
@@ -468,18 +530,30 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
     }
     if (p->dst_out)
         y = ys;
-    DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
-    DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
-    if (bias)
-        DNN_TRY(arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
-    DNN_TRY(arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
-    if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
-        DNN_TRY(arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
-    DNN_TRY(exec(p->prim, s, &args), "executing");
+    for (int64_t i = 0; i < (p->loop > 1 ? p->loop : 1); i++) {
+        const void *xi = (const float *)x + i * p->x_step, *wi = w;
+        if (p->swap) {
+            wi = xi;
+            xi = w;
+        }
+        DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, xi), "binding X");
+        DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, wi), "binding W");
+        float *yi = (float *)y + i * p->y_step;
+        for (int64_t r = 0; bias && r < p->bias_rows; r++)
+            for (int64_t c = 0; c < p->bias_cols; c++)
+                yi[r * p->bias_cols + c] = bias[r];
+        if (bias && p->bias_rows == 0)
+            DNN_TRY(arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
+        DNN_TRY(arg(&args, DNNL_ARG_DST, &p->dst_md, yi), "binding Y");
+        if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
+            DNN_TRY(arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
+        DNN_TRY(exec(p->prim, s, &args), "executing");
+    }
     if (p->dst_out)
         DNN_TRY(run_reorder(p->dst_out, s, &p->dst_md, ys, &p->dst_user, dst, pad), "reordering Y");
 out:
     args_free(&args);
+    free(tmp);
     return st;
 }
 

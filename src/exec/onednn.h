@@ -75,11 +75,18 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
  * 0 for NULL. */
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);
 
+/* Reorder constant weights (at the address runs will pass) once into the
+ * layout p prefers, into a copy p keeps until the next call with another
+ * address or ipu_dnn_free(); a no-op when p takes ours as they are or has
+ * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
+ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
+
 /* Run p: src (A or X), weights (B or W), bias (or NULL), dst (Y) in the
  * layouts of the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
- * ctx->threads sizes the OpenMP team. A Conv's weights are reordered on the
- * first run into a copy p keeps (later runs must pass the same weights).
- * Errors name the node. */
+ * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
+ * has not prepared at this address are reordered into a temporary copy for
+ * this run only (the partitioner's timing, constant folding). Errors name
+ * the node. */
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
                          const float *bias, float *dst, const ipu_kernel_ctx_t *ctx);
 
