@@ -198,6 +198,20 @@ out:
     return st;
 }
 
+/* The end of a make: frees pd and attr; *out = p on success, else p is
+ * freed. Returns st. */
+static ipu_status_t made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
+                         ipu_dnn_t *p, ipu_dnn_t **out)
+{
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != IPU_OK)
+        ipu_dnn_free(p);
+    else
+        *out = p;
+    return st;
+}
+
 /* ---- matmul ------------------------------------------------------------- */
 
 ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out)
@@ -228,13 +242,7 @@ ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d,
     p->dst_user = y;
     st = finish(n, p, pd);
 out:
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
-    if (st != IPU_OK)
-        ipu_dnn_free(p);
-    else
-        *out = p;
-    return st;
+    return made(st, pd, attr, p, out);
 }
 
 /* ---- convolution -------------------------------------------------------- */
@@ -376,13 +384,7 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         p->dst_bytes = align64(dnnl_memory_desc_get_size(&p->dst_md));
     }
 out:
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
-    if (st != IPU_OK)
-        ipu_dnn_free(p);
-    else
-        *out = p;
-    return st;
+    return made(st, pd, attr, p, out);
 }
 
 /* ---- execution ---------------------------------------------------------- */
