@@ -20,9 +20,7 @@ struct ipu_dnn {
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
     int reorder_weights; /* the primitive's weights layout differs from ours */
-    int swap;           /* a pointwise Conv as matmul W @ X: SRC is W, WEIGHTS is X */
-    int64_t loop, x_step, y_step; /* run loop times, X and Y advancing by the steps */
-    int64_t bias_rows, bias_cols; /* > 0: Y[i] = bias per row first (a sum post-op adds) */
+    int chain_src, chain_dst; /* X / Y are in src_md / dst_md already (ipu_dnn_set_chain) */
     pthread_mutex_t mu; /* guards the weights copy */
     void *wei;          /* weights in wei_md made at load, or NULL */
     const void *wei_from; /* the address they were made from */
@@ -275,41 +273,6 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
     return s;
 }
 
-/* A pointwise Conv (kernel 1, stride 1, no padding, one group) as the
- * matmul Y[n] = W[M, C] @ X[n][C, HW] per image, all in our plain layouts:
- * no reorder of the activations. A bias fills Y's rows first and a sum
- * post-op adds the product (oneDNN's fast matmuls take a bias per column
- * only). Fails when oneDNN has no implementation (the caller then makes a
- * convolution). */
-static ipu_status_t conv_as_matmul(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d,
-                                   ipu_dnn_t **out)
-{
-    int64_t hw = 1;
-    for (int j = 0; j < d->nd; j++)
-        hw *= d->in[j];
-    ipu_dnn_matmul_desc_t m = {.alpha = 1.0f, .act = d->act, .sum = d->has_bias ? 1.0f : 0.0f};
-    m.a = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, d->C}};
-    m.b = (ipu_dnn_shape_t){.rank = 2, .dims = {d->C, hw}};
-    m.y = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, hw}};
-    m.bias = (ipu_dnn_shape_t){.rank = 2, .dims = {d->M, 1}};
-    ipu_dnn_shape_dense(&m.a);
-    ipu_dnn_shape_dense(&m.b);
-    ipu_dnn_shape_dense(&m.y);
-    ipu_dnn_shape_dense(&m.bias);
-    ipu_status_t st = ipu_dnn_matmul(n, &m, out);
-    if (st == IPU_OK) {
-        (*out)->swap = 1;
-        (*out)->loop = d->N;
-        (*out)->x_step = d->C * hw;
-        (*out)->y_step = d->M * hw;
-        if (d->has_bias) {
-            (*out)->bias_rows = d->M;
-            (*out)->bias_cols = hw;
-        }
-    }
-    return st;
-}
-
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out)
 {
     ipu_status_t st = IPU_OK;
@@ -324,11 +287,6 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     *out = NULL;
     if (nd < 1 || nd > 3)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
-    int pointwise = 1;
-    for (int j = 0; j < nd; j++)
-        pointwise &= d->k[j] == 1 && d->s[j] == 1 && d->pb[j] == 0 && d->pe[j] == 0;
-    if (pointwise && d->group == 1 && conv_as_matmul(n, d, out) == IPU_OK)
-        return IPU_OK;
     if ((p = dnn_new()) == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     if (engine() == NULL)
@@ -354,9 +312,10 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
             "describing W");
-    /* the activations in the layout the primitive prefers (blocked), reordered
-     * to and from ours inside the op: faster than the primitives that take
-     * plain NCHW */
+    /* the activations in the layout the primitive prefers, reordered to and
+     * from ours inside the op unless ipu_dnn_set_chain() says otherwise:
+     * faster than the primitives that take plain NCHW (pointwise ones
+     * included, once chained) */
     DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
             "describing X");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
@@ -526,32 +485,21 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
     uint8_t *pad = ctx->scratch, *xs = pad + align64(p->pad_bytes), *ys = xs + p->src_bytes;
     const void *x = src;
     void *y = dst;
-    if (p->src_in) {
+    if (p->src_in && !p->chain_src) {
         DNN_TRY(run_reorder(p->src_in, s, &p->src_user, src, &p->src_md, xs, pad), "reordering X");
         x = xs;
     }
-    if (p->dst_out)
+    if (p->dst_out && !p->chain_dst)
         y = ys;
-    for (int64_t i = 0; i < (p->loop > 1 ? p->loop : 1); i++) {
-        const void *xi = (const float *)x + i * p->x_step, *wi = w;
-        if (p->swap) {
-            wi = xi;
-            xi = w;
-        }
-        DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, xi), "binding X");
-        DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, wi), "binding W");
-        float *yi = (float *)y + i * p->y_step;
-        for (int64_t r = 0; bias && r < p->bias_rows; r++)
-            for (int64_t c = 0; c < p->bias_cols; c++)
-                yi[r * p->bias_cols + c] = bias[r];
-        if (bias && p->bias_rows == 0)
-            DNN_TRY(arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
-        DNN_TRY(arg(&args, DNNL_ARG_DST, &p->dst_md, yi), "binding Y");
-        if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
-            DNN_TRY(arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
-        DNN_TRY(exec(p->prim, s, &args), "executing");
-    }
-    if (p->dst_out)
+    DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
+    DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
+    if (bias)
+        DNN_TRY(arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
+    DNN_TRY(arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
+    if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
+        DNN_TRY(arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
+    DNN_TRY(exec(p->prim, s, &args), "executing");
+    if (p->dst_out && !p->chain_dst)
         DNN_TRY(run_reorder(p->dst_out, s, &p->dst_md, ys, &p->dst_user, dst, pad), "reordering Y");
 out:
     args_free(&args);
@@ -572,6 +520,21 @@ void ipu_dnn_free(ipu_dnn_t *p)
     pthread_mutex_destroy(&p->mu);
     free(p->wei);
     free(p);
+}
+
+int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b)
+{
+    return a && b && a->dst_out && b->src_in &&
+           dnnl_memory_desc_equal(&a->dst_md, &b->src_md) &&
+           dnnl_memory_desc_get_size(&a->dst_md) == dnnl_memory_desc_get_size(&a->dst_user);
+}
+
+void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked)
+{
+    if (p == NULL)
+        return;
+    p->chain_src |= src_blocked;
+    p->chain_dst |= dst_blocked;
 }
 
 /* ---- what runs ---------------------------------------------------------- */

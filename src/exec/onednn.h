@@ -92,6 +92,15 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
 
 void ipu_dnn_free(ipu_dnn_t *p);
 
+/* Activations kept in oneDNN's layout between two convolutions: 1 when
+ * producer's output layout is consumer's input layout, blocked, and of the
+ * plain tensor's byte size (so the buffer planned for it holds it). */
+int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer);
+/* From now on p reads its input (src_blocked) and/or writes its output
+ * (dst_blocked) in its own layout instead of ours: no reorder. Set only on
+ * pairs ipu_dnn_can_chain() accepted, before any run. */
+void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked);
+
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",
  * "avx2" (static string). */
 const char *ipu_dnn_isa(void);

@@ -3,17 +3,18 @@
  * from W). Conv-11 only relaxed the attribute defaults, so one entry serves
  * opsets 1..21.
  *
- * Runs on oneDNN (exec/onednn.h): the primitive is made at infer for the
- * node's shapes and its weights are reordered into the layout it prefers
- * when a device loads the stage (load()). A pointwise Conv is a matmul on
- * our plain NCHW tensors; any other is a convolution whose activations are
- * reordered to and from its (blocked) layout inside the op, through the
- * scratch buffer.
+ * Runs on oneDNN's convolution (exec/onednn.h): the primitive is made at
+ * infer for the node's shapes and its weights are reordered into the layout
+ * it prefers when a device loads the stage (load()). Its activations are
+ * reordered to and from our NCHW inside the op, through the scratch buffer,
+ * except between two convolutions that agree on oneDNN's layout
+ * (ipu_conv_chain, conv.h): that tensor stays in it.
  *
  * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
  * x * Sigmoid(x) that consumed the output into the node (the private
  * attributes IPU_CONV_ACT_ATTR, and the Clip bounds IPU_CONV_ACT_MIN/MAX);
  * it becomes an eltwise post-op of the primitive. */
+#include "exec/ops/conv.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
 #include "exec/onednn.h"
@@ -157,6 +158,55 @@ static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
     const conv_state_t *s = n->state;
     const ipu_value_t *w = ipu_node_input(g, n, 1);
     return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
+}
+
+/* The Conv nodes reading value v as X, directly or through Identity nodes,
+ * into readers (*n of them, at most cap); 0 when another node reads it or
+ * it (or an Identity's output) is a graph output. */
+static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *n, int cap, int depth)
+{
+    if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *r = &g->nodes[i];
+        for (int k = 0; k < r->n_inputs; k++) {
+            if (r->inputs[k] != v)
+                continue;
+            const conv_state_t *s = r->state;
+            if (r->folded)
+                return 0;
+            if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
+                if (!chain_readers(g, r->outputs[0], readers, n, cap, depth + 1))
+                    return 0;
+            } else if (strcmp(r->op_type, "Conv") == 0 && k == 0 && s && s->p && *n < cap) {
+                readers[(*n)++] = i;
+            } else {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+void ipu_conv_chain(ipu_graph_t *g)
+{
+    enum { MAX_READERS = 16 };
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *c = &g->nodes[i];
+        const conv_state_t *s = c->state;
+        int readers[MAX_READERS], n = 0, ok = 1;
+        if (c->folded || strcmp(c->op_type, "Conv") != 0 || s == NULL || s->p == NULL ||
+            c->n_outputs != 1 || c->outputs[0] < 0 ||
+            !chain_readers(g, c->outputs[0], readers, &n, MAX_READERS, 0) || n == 0)
+            continue;
+        for (int j = 0; j < n && ok; j++)
+            ok = ipu_dnn_can_chain(s->p, ((const conv_state_t *)g->nodes[readers[j]].state)->p);
+        if (!ok)
+            continue;
+        ipu_dnn_set_chain(s->p, 0, 1);
+        for (int j = 0; j < n; j++)
+            ipu_dnn_set_chain(((const conv_state_t *)g->nodes[readers[j]].state)->p, 1, 0);
+    }
 }
 
 static const ipu_op_t conv_op = {
