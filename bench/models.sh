@@ -22,9 +22,9 @@
 # Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
 # missing (node/npm, torch, ipu-exec).
 set -eu
-# OpenBLAS tuning variables of the environment would make the comparison
-# unfair; the bench runs OpenBLAS with its own detection.
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+# oneDNN's ISA cap would make the comparison unfair: the bench runs oneDNN
+# with its own detection.
+unset DNNL_MAX_CPU_ISA ONEDNN_MAX_CPU_ISA
 
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=$(cd "${top_builddir:-$here/..}" && pwd)
@@ -79,9 +79,11 @@ ort_round() {
         { echo "  ort_run.js printed no median" >&2; return 1; }
 }
 
+# the CPU and the instruction set oneDNN dispatches to there, as ipu-exec info says
+isa=$("$IPU_EXEC" info 2>/dev/null | sed -n 's/.*; cpu \(.*\), \(oneDNN [0-9.]*\) isa \([a-z0-9_]*\);.*/\1; \2 isa \3/p' | head -n 1)
 echo "ipu-exec vs onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version"):" \
      "batch 1, 1 thread each, core $core, $rounds rounds x $runs runs" \
-     "($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))"
+     "(${isa:-$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')})"
 echo
 echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec min ms | ORT min ms | ipu-exec --check |"
 echo "|---|---:|---:|---:|---:|---:|---|"

@@ -11,7 +11,7 @@
 # Environment: BENCH_ROUNDS (3), BENCH_BATCHES (32), top_builddir, PYTHON_REF,
 # MODEL_CACHE (default $top_builddir/tests/models/cache).
 set -eu
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+unset DNNL_MAX_CPU_ISA ONEDNN_MAX_CPU_ISA
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=$(cd "${top_builddir:-$here/..}" && pwd)
 PYTHON_REF=${PYTHON_REF:-/usr/bin/python3}

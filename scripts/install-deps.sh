@@ -10,7 +10,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential autoconf automake libtool pkg-config \
     libopenmpi-dev openmpi-bin libucx-dev \
     protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
-    libhwloc-dev libopenblas-dev libcmocka-dev \
+    libhwloc-dev libdnnl-dev libcmocka-dev \
     python3 python3-numpy python3-onnx python3-torch python3-torchvision \
     slurm-wlm munge iproute2 util-linux \
     >/dev/null

@@ -1,9 +1,11 @@
 /* ipu-exec info: where each rank runs (host, NUMA node, cores, IPUs and the
- * cores their workers are bound to) and how it reaches the others; with
+ * cores their workers are bound to, the CPU model and the instruction set
+ * oneDNN dispatches to there) and how it reaches the others; with
  * --config the settings (config.c). */
 #include "cli/cli.h"
 #include "common/launcher.h"
 #include "exec/binding.h"
+#include "exec/onednn.h"
 #include "transport/transport.h"
 
 #include <mpi.h>
@@ -12,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LINE 512
+#define LINE 1024
 
 int cli_info_main(int argc, char **argv, int ipus_per_rank)
 {
@@ -35,7 +37,7 @@ int cli_info_main(int argc, char **argv, int ipus_per_rank)
         MPI_Comm_size(local, &lsize);
     }
     ipu_binding_t b;
-    char line[LINE], allowed[128], host[64] = {0}, cores[256] = {0}, tls[160] = "-";
+    char line[LINE], allowed[128], host[64] = {0}, cores[256] = {0}, tls[160] = "-", cpu[128];
     ipu_status_t st = ipu_binding_plan(lrank, lsize, ipus_per_rank, &b);
     gethostname(host, sizeof(host) - 1);
     ipu_binding_allowed(allowed, sizeof(allowed));
@@ -65,9 +67,10 @@ int cli_info_main(int argc, char **argv, int ipus_per_rank)
     }
     if (st == IPU_OK)
         snprintf(line, sizeof(line), "rank %d: host %s, local rank %d of %d, NUMA node %d, %d cores, "
-                 "%d IPU%s: %s%s; process cpus %s; %s", rank, host, lrank, lsize, b.numa, b.n_cores,
-                 b.n_ipus, b.n_ipus > 1 ? "s" : "", cores, b.shared ? " (cores shared: more workers than cores)" : "",
-                 allowed, tls);
+                 "%d IPU%s: %s%s; process cpus %s; cpu %s, %s isa %s; %s", rank, host, lrank, lsize,
+                 b.numa, b.n_cores, b.n_ipus, b.n_ipus > 1 ? "s" : "", cores,
+                 b.shared ? " (cores shared: more workers than cores)" : "", allowed,
+                 ipu_cpu_model(cpu, sizeof(cpu)), ipu_dnn_version(), ipu_dnn_isa(), tls);
     else
         snprintf(line, sizeof(line), "rank %d: %s", rank, ipu_error_message());
     char *all = rank == 0 ? malloc((size_t)size * LINE) : NULL;

@@ -4,7 +4,6 @@
 
 #include "common/log.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -73,8 +72,6 @@ ipu_status_t ipu_device_open(const ipu_device_params_t *params, ipu_device_t **o
         dev->params.capacity = IPU_DEFAULT_MEMORY;
     if (dev->params.threads < 1)
         dev->params.threads = 1;
-    /* OpenBLAS's thread count is per process: the kernels' threads */
-    openblas_set_num_threads(dev->params.threads);
     pthread_mutex_init(&dev->mu, NULL);
     pthread_cond_init(&dev->cv, NULL);
     if (pthread_create(&dev->worker, NULL, worker_main, dev) != 0) {
@@ -119,6 +116,9 @@ ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
         return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: the stage %s; raise --ipu-memory or split the "
                          "model over more IPUs", dev->params.index, msg);
     }
+    ipu_status_t st = ipu_stage_load(stage);
+    if (st != IPU_OK)
+        return st;
     uint8_t *arena = alloc64(stage->plan.arena_bytes);
     void *scratch = stage->scratch_bytes ? alloc64(stage->scratch_bytes) : NULL;
     if (arena == NULL || (stage->scratch_bytes && scratch == NULL)) {

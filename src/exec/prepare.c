@@ -1,6 +1,7 @@
 /* The prepare step shared by the session and the pipeline (prepare.h). */
 #include "exec/prepare.h"
 
+#include "exec/ops/conv.h"
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
 
@@ -9,9 +10,10 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
     ipu_status_t st;
     for (int k = 0; k < g->n_inputs; k++)
         ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
-    if ((st = ipu_graph_infer(g)) != IPU_OK)
+    if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
-    return ipu_graph_fuse(g, ipu_op_lookup, NULL);
+    ipu_conv_chain(g);
+    return IPU_OK;
 }
 
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,

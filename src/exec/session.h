@@ -13,7 +13,7 @@
 #include "exec/device.h"
 
 typedef struct ipu_session_opts {
-    int threads;          /* kernel threads (OpenBLAS), >= 1 */
+    int threads;          /* kernel threads (oneDNN's OpenMP team), >= 1 */
     size_t ipu_memory;    /* IPU capacity in bytes (0: IPU_DEFAULT_MEMORY) */
     int core;             /* CPU to pin the IPU worker to, -1 for none */
     int profile;          /* 1: time every node (ipu_stage_t.node_ms) */

@@ -182,6 +182,17 @@ static void bind_value(const ipu_stage_t *s, uint8_t *arena, int v, ipu_tensor_t
         t->data = arena + s->plan.offset[v];
 }
 
+ipu_status_t ipu_stage_load(const ipu_stage_t *s)
+{
+    for (int i = 0; i < s->n_nodes; i++) {
+        const ipu_node_t *nd = &s->g->nodes[s->nodes[i]];
+        ipu_status_t st = nd->op->load ? nd->op->load(s->g, nd) : IPU_OK;
+        if (st != IPU_OK)
+            return st;
+    }
+    return IPU_OK;
+}
+
 ipu_status_t ipu_stage_run(const ipu_stage_t *s, uint8_t *arena, void *scratch, int threads)
 {
     const ipu_graph_t *g = s->g;

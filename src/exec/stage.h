@@ -67,6 +67,10 @@ ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s);
  * sizes would read the same). */
 void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, size_t len);
 
+/* Call the load() hook of every node of the stage that has one (the device
+ * does at ipu_device_load). Errors: the hook's. */
+ipu_status_t ipu_stage_load(const ipu_stage_t *s);
+
 /* Run the stage's kernels on arena (plan.arena_bytes) with scratch
  * (scratch_bytes); inputs must already be in the arena. threads: for kernels.
  * Errors: the failing kernel's status (message names the node). */

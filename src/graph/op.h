@@ -57,6 +57,14 @@ typedef struct ipu_op {
 
     /* Free n->state (may be NULL if the op keeps none). */
     void (*fini)(ipu_node_t *n);
+
+    /* Optional: called when a device loads a stage holding n, after the
+     * stage's constants are final (their data stays at the same address
+     * while the stage is loaded), on the loading thread; may prepare state
+     * from constant inputs (a weights layout). Called again for every load
+     * (another device, the same stage): must be idempotent and thread-safe.
+     * Errors: IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL (message names the node). */
+    ipu_status_t (*load)(const ipu_graph_t *g, const ipu_node_t *n);
 } ipu_op_t;
 
 /* Lookup function: the entry implementing (domain, op_type) at opset, or NULL. */

@@ -4,6 +4,7 @@
 # name, --output-dir round trip, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
+# info's CPU and oneDNN ISA (at least AVX2 where the CPU has it);
 # info --config and docs/settings.md, a warning for an invalid setting;
 # under mpirun: usage errors said once, --replicas without --batches.
 set -u
@@ -72,6 +73,16 @@ grep -q "check: 1 output of 1 micro-batch ok" "$W/out" && ok "annotated model ru
 "$EXE" "$M/model.onnx" >/dev/null 2>"$W/err"
 [ ! -s "$W/err" ] && ok "no note for a model without annotations" || fail "unannotated model: $(cat "$W/err")"
 expect 2 "bad option value" "--threads" -- "$EXE" "$M/model.onnx" --threads 0
+# info names the CPU and oneDNN's ISA; on a CPU with AVX2 or AVX-512 that ISA
+# must be at least AVX2 (a generic build or a missed CPU would be far slower)
+expect 0 "info names the CPU and oneDNN's ISA" "cpu .*, oneDNN [0-9.]* isa [a-z0-9_]*;" -- "$EXE" info
+isa=$(sed -n 's/.*, oneDNN [0-9.]* isa \([a-z0-9_]*\);.*/\1/p' "$W/out" | head -1)
+if grep -qw -e avx2 -e avx512f /proc/cpuinfo 2>/dev/null; then
+    case "$isa" in
+        avx2*|avx512*) ok "oneDNN dispatches to $isa on this AVX2/AVX-512 CPU" ;;
+        *) fail "oneDNN's ISA is '$isa' on a CPU whose flags show avx2 or avx512f" ;;
+    esac
+fi
 expect 0 "help" "Usage: ipu-exec" -- "$EXE" --help
 expect 0 "list-ops" "^Conv " -- "$EXE" --list-ops
 # docs/ops.md is generated from --list-ops: they must agree

@@ -3,66 +3,58 @@
  * from W). Conv-11 only relaxed the attribute defaults, so one entry serves
  * opsets 1..21.
  *
- * Three paths, chosen at infer time:
- *  - pointwise (kernel 1, stride 1, no pads): Y[n,g] = W[g] @ X[n,g], one
- *    sgemm straight on the input, no copy (sgemv for 1-element planes);
- *  - depthwise (group == C, one input channel per group): a direct kernel
- *    per plane (window.c): 1-D/2-D windows on a padded, stride-phase-split
- *    copy with all taps accumulated in registers; 3-D row by row;
- *  - otherwise im2col of one (batch, group) slice, a band of output rows at
- *    a time so that the column buffer stays in L2, and one sgemm
- *    [Mg, Cg*taps] @ [Cg*taps, band] per band.
+ * Runs on oneDNN's convolution (exec/onednn.h): the primitive is made at
+ * infer for the node's shapes and its weights are reordered into the layout
+ * it prefers when a device loads the stage (load()). Its activations are
+ * reordered to and from our NCHW inside the op, through the scratch buffer,
+ * except between two convolutions that agree on oneDNN's layout
+ * (ipu_conv_chain, conv.h): that tensor stays in it.
  *
  * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
  * x * Sigmoid(x) that consumed the output into the node (the private
  * attributes IPU_CONV_ACT_ATTR, and the Clip bounds IPU_CONV_ACT_MIN/MAX);
- * the bias and the activation are then applied in one output pass. */
+ * it becomes an eltwise post-op of the primitive. */
+#include "exec/ops/conv.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
+#include "exec/onednn.h"
 #include "graph/fuse.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { CONV_IM2COL, CONV_POINTWISE, CONV_DEPTHWISE };
-
 typedef struct conv_state {
-    ipu_window_t w;
-    int64_t N, C, M, group, Cg, Mg;
-    int64_t K;     /* Cg * taps: GEMM inner dimension */
-    int64_t isz, osz; /* input and output plane sizes */
-    int64_t band;     /* im2col: output rows per band (of out[2] columns each) */
-    int64_t rows;     /* output rows in total: out[0] * out[1] */
-    int path;
-    int dw_fast;      /* depthwise: ipu_window_plane_dw() applies */
-    ipu_window_dw_t dw;
-    ipu_act_t act;
+    ipu_dnn_t *p;
 } conv_state_t;
 
-/* im2col column buffer target: floats (384 KiB, within a 1 MiB L2 with the
- * packed weights), but at least this many columns per sgemm */
-enum { CONV_COL_FLOATS = 96 * 1024, CONV_MIN_COLS = 256 };
-
-static ipu_status_t conv_act(const ipu_node_t *n, ipu_act_t *a)
+static ipu_status_t conv_act(const ipu_node_t *n, ipu_dnn_act_t *a)
 {
     const char *k = ipu_attr_string(n, IPU_CONV_ACT_ATTR, "");
     a->lo = ipu_attr_float(n, IPU_CONV_ACT_MIN, -INFINITY);
     a->hi = ipu_attr_float(n, IPU_CONV_ACT_MAX, INFINITY);
     if (k[0] == '\0')
-        a->kind = IPU_ACT_NONE;
+        a->kind = IPU_DNN_ACT_NONE;
     else if (strcmp(k, "Relu") == 0)
-        a->kind = IPU_ACT_RELU;
+        a->kind = IPU_DNN_ACT_RELU;
     else if (strcmp(k, "Clip") == 0)
-        a->kind = IPU_ACT_CLIP;
+        a->kind = IPU_DNN_ACT_CLIP;
     else if (strcmp(k, "Sigmoid") == 0)
-        a->kind = IPU_ACT_SIGMOID;
+        a->kind = IPU_DNN_ACT_SIGMOID;
     else if (strcmp(k, "SiLU") == 0)
-        a->kind = IPU_ACT_SILU;
+        a->kind = IPU_DNN_ACT_SILU;
     else
         return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown fused activation '%s'", k);
     return IPU_OK;
+}
+
+static void conv_fini(ipu_node_t *n)
+{
+    conv_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->p);
+    free(s);
+    n->state = NULL;
 }
 
 static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -110,149 +102,117 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
                                     "%lld", j, (long long)ks[j], (long long)wv->dims[2 + j]);
     }
 
+    ipu_window_t w;
+    ipu_dnn_conv_desc_t d = {.nd = nd, .N = x->dims[0], .C = C, .M = M, .group = group,
+                             .has_bias = b != NULL};
+    ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
+    if (st == IPU_OK)
+        st = conv_act(n, &d.act);
+    if (st != IPU_OK)
+        return st;
+    int64_t dims[IPU_MAX_RANK];
+    dims[0] = d.N;
+    dims[1] = M;
+    for (int j = 0; j < nd; j++) { /* w holds the nd dims right-aligned */
+        int i = IPU_WINDOW_MAX_DIMS - nd + j;
+        d.in[j] = w.in[i];
+        d.k[j] = w.k[i];
+        d.s[j] = w.s[i];
+        d.d[j] = w.d[i];
+        d.pb[j] = w.pb[i];
+        d.pe[j] = w.pe[i];
+        d.out[j] = dims[2 + j] = w.out[i];
+    }
+    ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &s->w);
-    if (st == IPU_OK)
-        st = conv_act(n, &s->act);
-    if (st != IPU_OK) {
-        free(s);
-        return st;
-    }
-    s->N = x->dims[0];
-    s->C = C;
-    s->M = M;
-    s->group = group;
-    s->Cg = C / group;
-    s->Mg = M / group;
-    s->K = s->Cg * ipu_window_taps(&s->w);
-    s->isz = ipu_window_in_size(&s->w);
-    s->osz = ipu_window_out_size(&s->w);
-    if (group > 1 && s->Cg == 1 && group == C) {
-        s->path = CONV_DEPTHWISE;
-        s->dw_fast = ipu_window_dw_init(&s->w, &s->dw);
-    }
-    else if (ipu_window_is_pointwise(&s->w))
-        s->path = CONV_POINTWISE;
-    else
-        s->path = CONV_IM2COL;
-    const int64_t oW = s->w.out[2];
-    s->rows = s->w.out[0] * s->w.out[1];
-    int64_t cols = CONV_COL_FLOATS / (s->K > 0 ? s->K : 1);
-    s->band = (cols > CONV_MIN_COLS ? cols : CONV_MIN_COLS) / oW;
-    s->band = s->band < 1 ? 1 : s->band > s->rows ? s->rows : s->band;
     n->state = s;
-
-    int64_t dims[IPU_MAX_RANK];
-    dims[0] = s->N;
-    dims[1] = M;
-    for (int j = 0; j < nd; j++)
-        dims[2 + j] = s->w.out[IPU_WINDOW_MAX_DIMS - nd + j];
-    ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
-    return IPU_OK;
+    if (ipu_shape_numel(x->rank, dims) == 0 || ipu_shape_numel(x->rank, x->dims) == 0)
+        return IPU_OK; /* nothing to compute */
+    return ipu_dnn_conv(n, &d, &s->p);
 }
 
 static size_t conv_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const conv_state_t *s = n->state;
-    if (s == NULL)
-        return 0;
-    if (s->path == CONV_DEPTHWISE)
-        return s->dw_fast ? (size_t)s->dw.scratch * sizeof(float) : 0;
-    if (s->path == CONV_IM2COL)
-        return (size_t)(s->K * s->band * s->w.out[2]) * sizeof(float);
-    return 0;
-}
-
-static void conv_depthwise(const conv_state_t *s, const float *x, const float *w,
-                           const float *bias, float *y, float *scratch)
-{
-    const int64_t taps = ipu_window_taps(&s->w);
-    if (s->dw_fast)
-        ipu_window_dw_zero(&s->dw, scratch);
-    for (int64_t c = 0; c < s->C; c++)
-        for (int64_t j = 0; j < s->Mg; j++) {
-            int64_t m = c * s->Mg + j;
-            float *yp = y + m * s->osz;
-            float b = bias ? bias[m] : 0.0f;
-            if (s->dw_fast) {
-                ipu_window_plane_dw(&s->w, &s->dw, w + m * taps, b, &s->act, x + c * s->isz, yp,
-                                    scratch);
-                continue;
-            }
-            ipu_row_fill(yp, s->osz, b);
-            ipu_window_plane(&s->w, IPU_WINDOW_MAC, w + m * taps, x + c * s->isz, yp);
-            if (s->act.kind != IPU_ACT_NONE)
-                ipu_act_row(&s->act, yp, yp, s->osz, 0.0f);
-        }
-}
-
-/* Output pass of the GEMM paths: columns [c0, c0 + cnt) of the Mg planes
- * of group g get their bias and activation. */
-static void conv_epilogue(const conv_state_t *s, const float *bias, float *yg, int64_t c0,
-                          int64_t cnt)
-{
-    if (bias == NULL && s->act.kind == IPU_ACT_NONE)
-        return;
-    for (int64_t m = 0; m < s->Mg; m++)
-        ipu_act_row(&s->act, yg + m * s->osz + c0, yg + m * s->osz + c0, cnt,
-                    bias ? bias[m] : 0.0f);
+    return s ? ipu_dnn_scratch(s->p) : 0;
 }
 
 static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                              ipu_kernel_ctx_t *ctx)
 {
     const conv_state_t *s = n->state;
-    const float *x = in[0].data, *w = in[1].data;
     const float *bias = n->n_inputs > 2 ? in[2].data : NULL;
-    float *y = out[0].data;
-    float *col = ctx->scratch;
-    const int64_t oW = s->w.out[2];
-    if (conv_scratch(NULL, n) > ctx->scratch_bytes)
-        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    for (int64_t b = 0; b < s->N; b++) {
-        const float *xb = x + b * s->C * s->isz;
-        float *yb = y + b * s->M * s->osz;
-        if (s->path == CONV_DEPTHWISE) {
-            conv_depthwise(s, xb, w, bias, yb, ctx->scratch);
-            continue;
-        }
-        for (int64_t g = 0; g < s->group; g++) {
-            const float *xg = xb + g * s->Cg * s->isz;
-            const float *wg = w + g * s->Mg * s->K;
-            const float *bg = bias ? bias + g * s->Mg : NULL;
-            float *yg = yb + g * s->Mg * s->osz;
-            if (s->path == CONV_POINTWISE && s->osz == 1) { /* 1x1 maps (squeeze-excite) */
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)s->Mg, (blasint)s->K, 1.0f, wg,
-                            (blasint)s->K, xg, 1, 0.0f, yg, 1);
-                conv_epilogue(s, bg, yg, 0, 1);
+    if (s->p == NULL) { /* an empty input: Y is empty or the bias */
+        size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
+        if (bytes)
+            memset(out[0].data, 0, bytes);
+        return IPU_OK;
+    }
+    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, out[0].data, ctx);
+}
+
+static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const conv_state_t *s = n->state;
+    const ipu_value_t *w = ipu_node_input(g, n, 1);
+    return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
+}
+
+/* The Conv nodes reading value v as X, directly or through Identity nodes,
+ * into readers (*n of them, at most cap); 0 when another node reads it or
+ * it (or an Identity's output) is a graph output. */
+static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *n, int cap, int depth)
+{
+    if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *r = &g->nodes[i];
+        for (int k = 0; k < r->n_inputs; k++) {
+            if (r->inputs[k] != v)
                 continue;
-            }
-            if (s->path == CONV_POINTWISE) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)s->Mg,
-                            (blasint)s->osz, (blasint)s->K, 1.0f, wg, (blasint)s->K, xg,
-                            (blasint)s->osz, 0.0f, yg, (blasint)s->osz);
-                conv_epilogue(s, bg, yg, 0, s->osz);
-                continue;
-            }
-            for (int64_t r0 = 0; r0 < s->rows; r0 += s->band) {
-                int64_t r1 = r0 + s->band < s->rows ? r0 + s->band : s->rows;
-                int64_t cols = (r1 - r0) * oW;
-                ipu_window_im2col(&s->w, s->Cg, xg, r0, r1, col);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)s->Mg,
-                            (blasint)cols, (blasint)s->K, 1.0f, wg, (blasint)s->K, col,
-                            (blasint)cols, 0.0f, yg + r0 * oW, (blasint)s->osz);
-                conv_epilogue(s, bg, yg, r0 * oW, cols);
+            const conv_state_t *s = r->state;
+            if (r->folded)
+                return 0;
+            if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
+                if (!chain_readers(g, r->outputs[0], readers, n, cap, depth + 1))
+                    return 0;
+            } else if (strcmp(r->op_type, "Conv") == 0 && k == 0 && s && s->p && *n < cap) {
+                readers[(*n)++] = i;
+            } else {
+                return 0;
             }
         }
     }
-    return IPU_OK;
+    return 1;
+}
+
+void ipu_conv_chain(ipu_graph_t *g)
+{
+    enum { MAX_READERS = 16 };
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *c = &g->nodes[i];
+        const conv_state_t *s = c->state;
+        int readers[MAX_READERS], n = 0, ok = 1;
+        if (c->folded || strcmp(c->op_type, "Conv") != 0 || s == NULL || s->p == NULL ||
+            c->n_outputs != 1 || c->outputs[0] < 0 ||
+            !chain_readers(g, c->outputs[0], readers, &n, MAX_READERS, 0) || n == 0)
+            continue;
+        for (int j = 0; j < n && ok; j++)
+            ok = ipu_dnn_can_chain(s->p, ((const conv_state_t *)g->nodes[readers[j]].state)->p);
+        if (!ok)
+            continue;
+        ipu_dnn_set_chain(s->p, 0, 1);
+        for (int j = 0; j < n; j++)
+            ipu_dnn_set_chain(((const conv_state_t *)g->nodes[readers[j]].state)->p, 1, 0);
+    }
 }
 
 static const ipu_op_t conv_op = {
     .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
-    .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .fini = ipu_op_free_state,
+    .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
+    .fini = conv_fini,
 };
 
 const ipu_op_t *const ipu_ops_conv[] = {&conv_op, NULL};

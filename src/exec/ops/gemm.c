@@ -1,64 +1,54 @@
 /* Gemm-7, Gemm-9, Gemm-11, Gemm-13 and MatMul-1, MatMul-9, MatMul-13
- * (Operators.md), float32, through OpenBLAS.
+ * (Operators.md), float32, on oneDNN's matmul primitive (exec/onednn.h),
+ * made once at infer for the node's shapes.
  *
  * Gemm: Y = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to
  * [M, N]; C is optional from Gemm-11 and accepted absent at every opset.
  * Versions 9 and 13 only added dtypes, so one entry serves opsets 7..21.
+ * op(A), op(B) are strided views (no transposed copy); with alpha = beta = 1
+ * C is the primitive's bias, otherwise Y is filled with C and the primitive
+ * computes alpha * op(A) @ op(B) + beta * Y (output scale and sum post-op).
  *
  * MatMul: numpy.matmul semantics: 1-D operands are promoted (and the added
  * dimension removed from the result), batch dimensions broadcast. When B has
  * no batch (e.g. [B, T, C] @ [C, N]) A's batch is folded into the rows of a
- * single sgemm; otherwise one sgemm per batch matrix. */
+ * single 2-D matmul; otherwise one batched matmul whose broadcast batch
+ * dimensions have size 1. Empty products (M, N or K = 0) need no primitive. */
 #include "exec/ops/registry.h"
-#include "exec/ops/window.h"
+#include "exec/onednn.h"
 
-#include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* C[M, N] = alpha * op(A) @ op(B) + beta * C, row-major with leading
- * dimensions; vectors (M == 1 or N == 1) go to sgemv. beta == 0 ignores C's
- * previous contents. */
-static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                     float *C, int64_t ldc)
+typedef struct mm_state {
+    ipu_dnn_t *p;    /* NULL when the product is empty */
+    int fill_c;      /* Gemm: Y = broadcast(C) before the primitive */
+    int c_bias;      /* Gemm: C is the primitive's bias */
+    float beta;      /* Gemm, empty K: Y = beta * C */
+} mm_state_t;
+
+static void mm_fini(ipu_node_t *n)
 {
-    if (M == 0 || N == 0)
-        return;
-    if (K == 0 || (M == 1 || N == 1)) {
-        if (beta == 0.0f)
-            for (int64_t i = 0; i < M; i++)
-                memset(C + i * ldc, 0, (size_t)N * sizeof(float));
-        else if (beta != 1.0f)
-            for (int64_t i = 0; i < M; i++)
-                for (int64_t j = 0; j < N; j++)
-                    C[i * ldc + j] *= beta;
-        if (K == 0)
-            return;
-        beta = 1.0f;
-    }
-    if (M == 1) { /* C[0, :] += alpha * op(B)^T x, x = op(A)[0, :] */
-        blasint incx = ta ? (blasint)lda : 1;
-        if (tb) /* B is [N, K] */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)N, (blasint)K, alpha, B,
-                        (blasint)ldb, A, incx, beta, C, 1);
-        else    /* B is [K, N] */
-            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)K, (blasint)N, alpha, B,
-                        (blasint)ldb, A, incx, beta, C, 1);
-        return;
-    }
-    if (N == 1) { /* C[:, 0] += alpha * op(A) x, x = op(B)[:, 0] */
-        blasint incx = tb ? 1 : (blasint)ldb;
-        if (ta) /* A is [K, M] */
-            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)K, (blasint)M, alpha, A,
-                        (blasint)lda, B, incx, beta, C, (blasint)ldc);
-        else    /* A is [M, K] */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)M, (blasint)K, alpha, A,
-                        (blasint)lda, B, incx, beta, C, (blasint)ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb,
-                beta, C, (blasint)ldc);
+    mm_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->p);
+    free(s);
+    n->state = NULL;
+}
+
+static size_t mm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const mm_state_t *s = n->state;
+    return s ? ipu_dnn_scratch(s->p) : 0;
+}
+
+static void shape2(ipu_dnn_shape_t *s, int64_t r, int64_t c, int trans)
+{
+    s->rank = 2;
+    s->dims[0] = r;
+    s->dims[1] = c;
+    s->strides[0] = trans ? 1 : c;
+    s->strides[1] = trans ? r : 1;
 }
 
 static ipu_status_t check_float(const ipu_node_t *n, const ipu_value_t *v, const char *what)
@@ -103,34 +93,57 @@ static ipu_status_t gemm_infer(ipu_graph_t *g, ipu_node_t *n)
                                 "[%lld,%lld]", c->rank, (long long)M, (long long)N);
     }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, 2, (int64_t[]){M, N});
-    return IPU_OK;
+    mm_state_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    n->state = s;
+    float alpha = ipu_attr_float(n, "alpha", 1.0f), beta = ipu_attr_float(n, "beta", 1.0f);
+    int use_c = c != NULL && beta != 0.0f;
+    s->beta = use_c ? beta : 0.0f;
+    if (M == 0 || N == 0 || K == 0)
+        return IPU_OK;
+    ipu_dnn_matmul_desc_t d = {.alpha = alpha};
+    shape2(&d.a, M, K, ta);
+    shape2(&d.b, K, N, tb);
+    shape2(&d.y, M, N, 0);
+    if (use_c && alpha == 1.0f && beta == 1.0f) { /* C as the bias, if oneDNN takes it */
+        d.has_bias = 1;
+        shape2(&d.bias, c->rank == 2 ? c->dims[0] : 1, c->rank >= 1 ? c->dims[c->rank - 1] : 1, 0);
+        if (ipu_dnn_matmul(n, &d, &s->p) == IPU_OK) {
+            s->c_bias = 1;
+            return IPU_OK;
+        }
+        d.has_bias = 0;
+    }
+    s->fill_c = use_c;
+    d.sum = use_c ? beta : 0.0f;
+    return ipu_dnn_matmul(n, &d, &s->p);
 }
 
 static ipu_status_t gemm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                              ipu_kernel_ctx_t *ctx)
 {
-    const ipu_tensor_t *a = &in[0], *b = &in[1];
+    const mm_state_t *s = n->state;
     const ipu_tensor_t *c = n->n_inputs > 2 && in[2].data ? &in[2] : NULL;
-    int ta = ipu_attr_int(n, "transA", 0) != 0, tb = ipu_attr_int(n, "transB", 0) != 0;
-    float alpha = ipu_attr_float(n, "alpha", 1.0f), beta = ipu_attr_float(n, "beta", 1.0f);
-    int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->dims[!ta];
+    int64_t M = out[0].dims[0], N = out[0].dims[1];
     float *y = out[0].data;
-    if (c == NULL || beta == 0.0f) {
-        beta = 0.0f;
-    } else { /* Y = broadcast(C), then sgemm scales it by beta */
+    if (s->c_bias)
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, c->data, y, ctx);
+    if (s->fill_c || (s->p == NULL && s->beta != 0.0f)) { /* Y = broadcast(C) */
         const float *cd = c->data;
         int64_t cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
         for (int64_t i = 0; i < M; i++) {
             const float *crow = cd + (cr == 1 ? 0 : i) * cc;
             float *yrow = y + i * N;
-            if (cc == N)
-                memcpy(yrow, crow, (size_t)N * sizeof(float));
-            else
-                for (int64_t j = 0; j < N; j++)
-                    yrow[j] = crow[0];
+            for (int64_t j = 0; j < N; j++)
+                yrow[j] = crow[cc == N ? j : 0];
         }
     }
-    sgemm_rm(ta, tb, M, N, K, alpha, a->data, a->dims[1], b->data, b->dims[1], beta, y, N);
+    if (s->p)
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, y, ctx);
+    /* an empty product: Y = beta * C, or 0 */
+    for (int64_t i = 0; i < M * N; i++)
+        y[i] = s->beta != 0.0f ? s->beta * y[i] : 0.0f;
     return IPU_OK;
 }
 
@@ -197,46 +210,54 @@ static ipu_status_t matmul_infer(ipu_graph_t *g, ipu_node_t *n)
     if (b->rank >= 2)
         dims[r++] = m.N;
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, r, dims);
-    return IPU_OK;
+    mm_state_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    n->state = s;
+    if (m.M == 0 || m.N == 0 || m.K == 0 || m.batch == 0)
+        return IPU_OK;
+    ipu_dnn_matmul_desc_t d = {.alpha = 1.0f};
+    if (m.b_batch == 1) { /* B shared: A's batch folded into the rows */
+        shape2(&d.a, m.a_batch * m.M, m.K, 0);
+        shape2(&d.b, m.K, m.N, 0);
+        shape2(&d.y, m.a_batch * m.M, m.N, 0);
+        return ipu_dnn_matmul(n, &d, &s->p);
+    }
+    int rk = m.rank + 2;
+    d.a.rank = d.b.rank = d.y.rank = rk;
+    for (int i = 0; i < m.rank; i++) {
+        d.a.dims[i] = m.astride[i] ? m.dims[i] : 1;
+        d.b.dims[i] = m.bstride[i] ? m.dims[i] : 1;
+        d.y.dims[i] = m.dims[i];
+    }
+    d.a.dims[rk - 2] = d.y.dims[rk - 2] = m.M;
+    d.a.dims[rk - 1] = d.b.dims[rk - 2] = m.K;
+    d.b.dims[rk - 1] = d.y.dims[rk - 1] = m.N;
+    ipu_dnn_shape_dense(&d.a);
+    ipu_dnn_shape_dense(&d.b);
+    ipu_dnn_shape_dense(&d.y);
+    return ipu_dnn_matmul(n, &d, &s->p);
 }
 
 static ipu_status_t matmul_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                                ipu_kernel_ctx_t *ctx)
 {
-    mm_geom_t m;
-    ipu_status_t st = mm_geometry(n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &m);
-    if (st != IPU_OK)
-        return st;
-    const float *a = in[0].data, *b = in[1].data;
-    float *y = out[0].data;
-    if (m.b_batch == 1) { /* B shared: fold A's batch into the rows, one sgemm */
-        sgemm_rm(0, 0, m.a_batch * m.M, m.N, m.K, 1.0f, a, m.K, b, m.N, 0.0f, y, m.N);
-        return IPU_OK;
-    }
-    int64_t idx[IPU_MAX_RANK] = {0}, aoff = 0, boff = 0;
-    for (int64_t t = 0; t < m.batch; t++) {
-        sgemm_rm(0, 0, m.M, m.N, m.K, 1.0f, a + aoff, m.K, b + boff, m.N, 0.0f,
-                 y + t * m.M * m.N, m.N);
-        for (int i = m.rank - 1; i >= 0; i--) { /* next batch index */
-            aoff += m.astride[i];
-            boff += m.bstride[i];
-            if (++idx[i] < m.dims[i])
-                break;
-            aoff -= m.astride[i] * m.dims[i];
-            boff -= m.bstride[i] * m.dims[i];
-            idx[i] = 0;
-        }
-    }
+    const mm_state_t *s = n->state;
+    if (s->p)
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, out[0].data, ctx);
+    size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
+    if (bytes)
+        memset(out[0].data, 0, bytes);
     return IPU_OK;
 }
 
 static const ipu_op_t gemm_op = {
     .domain = "", .op_type = "Gemm", .since_version = 7, .until_version = 21,
-    .infer = gemm_infer, .run = gemm_run,
+    .infer = gemm_infer, .scratch = mm_scratch, .run = gemm_run, .fini = mm_fini,
 };
 static const ipu_op_t matmul_op = {
     .domain = "", .op_type = "MatMul", .since_version = 1, .until_version = 21,
-    .infer = matmul_infer, .run = matmul_run,
+    .infer = matmul_infer, .scratch = mm_scratch, .run = matmul_run, .fini = mm_fini,
 };
 
 const ipu_op_t *const ipu_ops_gemm[] = {&gemm_op, &matmul_op, NULL};

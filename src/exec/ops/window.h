@@ -1,7 +1,7 @@
 /* Sliding-window geometry shared by Conv and the pools (private to
  * exec/ops/): the ONNX attributes kernel_shape, strides, dilations, pads,
  * auto_pad and ceil_mode turned into output sizes, and the float loops that
- * walk a window over one channel plane (im2col, depthwise MAC, max, sum).
+ * walk a window over one channel plane (MAC, max, sum).
  *
  * 1-, 2- and 3-D windows are handled as 3-D: the node's nd spatial dims are
  * right-aligned into dims 0..2 and the unused leading ones have size 1,
@@ -45,20 +45,9 @@ static inline int64_t ipu_window_taps(const ipu_window_t *w)
 {
     return w->k[0] * w->k[1] * w->k[2];
 }
-/* 1 if every output element reads exactly the input element at its own
- * position (kernel 1, stride 1, no padding): Conv needs no im2col. */
-int ipu_window_is_pointwise(const ipu_window_t *w);
-
 /* The outputs o of dim i whose tap t lands inside the input:
  * 0 <= o*s + t*d - pb < in  <=>  *lo <= o < *hi. */
 void ipu_window_range(const ipu_window_t *w, int i, int64_t t, int64_t *lo, int64_t *hi);
-
-/* im2col of `channels` planes of x (each ipu_window_in_size() floats) for
- * the output rows [r0, r1) (row r: out[0] index r / out[1], out[1] index
- * r % out[1]; out[2] columns each) into col, a [channels * taps,
- * (r1 - r0) * out[2]] row-major matrix; padding reads 0. */
-void ipu_window_im2col(const ipu_window_t *w, int64_t channels, const float *x, int64_t r0,
-                       int64_t r1, float *col);
 
 typedef enum {
     IPU_WINDOW_MAC,   /* out += weight[tap] * in  (depthwise convolution) */
@@ -71,50 +60,6 @@ typedef enum {
  * padded taps are skipped. weights (taps floats) is used by MAC only. */
 void ipu_window_plane(const ipu_window_t *w, ipu_window_mode_t mode, const float *weights,
                       const float *in, float *out);
-
-/* Activation applied by a kernel in its output pass (a Conv fused with the
- * Relu, Clip, Sigmoid or x * Sigmoid(x) that followed it, graph/fuse.c). */
-typedef enum {
-    IPU_ACT_NONE, IPU_ACT_RELU, IPU_ACT_CLIP, IPU_ACT_SIGMOID, IPU_ACT_SILU,
-} ipu_act_kind_t;
-typedef struct ipu_act {
-    ipu_act_kind_t kind;
-    float lo, hi;      /* IPU_ACT_CLIP bounds */
-} ipu_act_t;
-
-/* dst[i] = act(src[i] + bias) for i < n (dst == src allowed); the same
- * formulas as the Relu, Clip, Sigmoid and Mul kernels (unary.c, ew.h). */
-void ipu_act_row(const ipu_act_t *a, float *dst, const float *src, int64_t n, float bias);
-
-/* Depthwise fast path for 1-D/2-D windows of at most IPU_WINDOW_DW_TAPS
- * taps, any strides, dilations and pads. The plane is copied into scratch
- * zero-padded and split into stride phases (padded input (p, q) goes to
- * phase (p % s[1], q % s[2]), row p / s[1], column q / s[2]), so that every
- * tap reads contiguous floats; all taps are accumulated in registers over
- * flat blocks of the output (rows of the phase pitch wq), and the rows are
- * written out through the activation. */
-#define IPU_WINDOW_DW_TAPS 64
-typedef struct ipu_window_dw {
-    int64_t hq, wq, planes; /* phase planes: planes x hq rows x wq floats */
-    int64_t n;              /* flat outputs computed: (oH - 1) * wq + oW, rounded up to 8 */
-    int64_t scratch;        /* floats of scratch */
-    int64_t taps;
-    int64_t off[IPU_WINDOW_DW_TAPS];       /* first float each tap reads */
-    int64_t first[IPU_WINDOW_MAX_DIMS + 1]; /* per column phase r: input column of */
-    int64_t j0[IPU_WINDOW_MAX_DIMS + 1];    /* phase column j0, and the count of */
-    int64_t cnt[IPU_WINDOW_MAX_DIMS + 1];   /* valid columns (stride <= 4) */
-} ipu_window_dw_t;
-
-/* Set up dw for w; 0 when the fast path does not apply (3-D, too many taps,
- * column stride over 4). */
-int ipu_window_dw_init(const ipu_window_t *w, ipu_window_dw_t *dw);
-/* Zero the padding of dw->scratch floats of scratch: once per run, the
- * planes then overwrite only the valid positions. */
-void ipu_window_dw_zero(const ipu_window_dw_t *dw, float *scratch);
-/* out = act(bias + the MAC of ipu_window_plane()) for one plane. */
-void ipu_window_plane_dw(const ipu_window_t *w, const ipu_window_dw_t *dw, const float *weights,
-                         float bias, const ipu_act_t *act, const float *in, float *out,
-                         float *scratch);
 
 /* dst[0..n) = v, vectorised (bias initialisation). */
 void ipu_row_fill(float *dst, int64_t n, float v);
