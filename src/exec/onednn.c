@@ -16,11 +16,13 @@ struct ipu_dnn {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
     dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
-    dnnl_primitive_t src_in, dst_out; /* activation reorders (NULL: none) */
+    dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
+    dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
     int reorder_weights; /* the primitive's weights layout differs from ours */
-    int chain_src, chain_dst; /* X / Y are in src_md / dst_md already (ipu_dnn_set_chain) */
+    int has_res;         /* a sum post-op adds the residual, copied into Y first */
+    int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
     pthread_mutex_t mu; /* guards the weights copy */
     void *wei;          /* weights in wei_md made at load, or NULL */
     const void *wei_from; /* the address they were made from */
@@ -325,9 +327,12 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
                                                        d->has_bias ? &bias : NULL, &dst_any,
                                                        strides, dil, pl, pr),
             "describing the convolution");
-    DNN_TRY(make_attr(1.0f, 0.0f, &d->act, &attr), "setting the attributes");
+    /* the residual: Y is filled with it before the run (a sum post-op) */
+    DNN_TRY(make_attr(1.0f, d->has_residual ? 1.0f : 0.0f, &d->act, &attr),
+            "setting the attributes");
     DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL),
             "choosing a convolution implementation");
+    p->has_res = d->has_residual;
     p->src_user = src;
     p->wei_user = wei;
     p->dst_user = dst;
@@ -341,7 +346,13 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     if (!dnnl_memory_desc_equal(&p->dst_md, &dst)) {
         DNN_TRY(make_reorder(&p->dst_md, &dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
         p->dst_bytes = align64(dnnl_memory_desc_get_size(&p->dst_md));
+        if (p->has_res)
+            DNN_TRY(make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
+                    "reordering the residual");
     }
+    if (p->has_res) /* a copy of a residual already in the primitive's layout */
+        DNN_TRY(make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
+                "copying the residual");
 out:
     return made(st, pd, attr, p, out);
 }
@@ -468,7 +479,8 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
 }
 
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, float *dst, const ipu_kernel_ctx_t *ctx)
+                         const float *bias, const float *res, float *dst,
+                         const ipu_kernel_ctx_t *ctx)
 {
     ipu_status_t st;
     dnnl_stream_t s = NULL;
@@ -491,6 +503,17 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
     }
     if (p->dst_out && !p->chain_dst)
         y = ys;
+    if (p->has_res) { /* the sum post-op adds Y's contents: the residual */
+        int as_dst = p->res_in == NULL || p->chain_res;
+        if (res == NULL) {
+            st = ipu_op_error(IPU_ERR_INTERNAL, n, "no residual");
+            goto out;
+        }
+        if (res != y || !as_dst)
+            DNN_TRY(run_reorder(as_dst ? p->res_copy : p->res_in, s,
+                                as_dst ? &p->dst_md : &p->dst_user, res, &p->dst_md, y, pad),
+                    "copying the residual");
+    }
     DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
     DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
     if (bias)
@@ -517,24 +540,32 @@ void ipu_dnn_free(ipu_dnn_t *p)
         dnnl_primitive_destroy(p->src_in);
     if (p->dst_out)
         dnnl_primitive_destroy(p->dst_out);
+    if (p->res_in)
+        dnnl_primitive_destroy(p->res_in);
+    if (p->res_copy)
+        dnnl_primitive_destroy(p->res_copy);
     pthread_mutex_destroy(&p->mu);
     free(p->wei);
     free(p);
 }
 
-int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b)
+int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
 {
-    return a && b && a->dst_out && b->src_in &&
-           dnnl_memory_desc_equal(&a->dst_md, &b->src_md) &&
-           dnnl_memory_desc_get_size(&a->dst_md) == dnnl_memory_desc_get_size(&a->dst_user);
+    if (a == NULL || b == NULL || a->dst_out == NULL ||
+        dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user))
+        return 0;
+    if (as_residual)
+        return b->res_in && dnnl_memory_desc_equal(&a->dst_md, &b->dst_md);
+    return b->src_in && dnnl_memory_desc_equal(&a->dst_md, &b->src_md);
 }
 
-void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked)
+void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked)
 {
     if (p == NULL)
         return;
     p->chain_src |= src_blocked;
     p->chain_dst |= dst_blocked;
+    p->chain_res |= res_blocked;
 }
 
 /* ---- what runs ---------------------------------------------------------- */

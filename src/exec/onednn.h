@@ -50,14 +50,16 @@ typedef struct ipu_dnn_matmul_desc {
     ipu_dnn_act_t act;
 } ipu_dnn_matmul_desc_t;
 
-/* Y = act(conv(X, W) + bias): X [N, C, in...], W [M, C/group, k...],
- * Y [N, M, out...] dense; nd spatial dims (1 to 3); pads at the beginning
- * (pb) and end (pe); dilations d >= 1 as in ONNX. */
+/* Y = act(conv(X, W) + bias (+ R)): X [N, C, in...], W [M, C/group, k...],
+ * Y and the residual R [N, M, out...] dense; nd spatial dims (1 to 3); pads
+ * at the beginning (pb) and end (pe); dilations d >= 1 as in ONNX. R (a
+ * sum post-op, before act: Y is filled with R first) only when
+ * has_residual. */
 typedef struct ipu_dnn_conv_desc {
     int nd;
     int64_t N, C, M, group;
     int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
-    int has_bias;
+    int has_bias, has_residual;
     ipu_dnn_act_t act;
 } ipu_dnn_conv_desc_t;
 
@@ -81,25 +83,30 @@ size_t ipu_dnn_scratch(const ipu_dnn_t *p);
  * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
 
-/* Run p: src (A or X), weights (B or W), bias (or NULL), dst (Y) in the
- * layouts of the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
+/* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
+ * convolution's residual R, or NULL without one), dst (Y) in the layouts of
+ * the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
  * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
  * has not prepared at this address are reordered into a temporary copy for
  * this run only (the partitioner's timing, constant folding). Errors name
  * the node. */
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, float *dst, const ipu_kernel_ctx_t *ctx);
+                         const float *bias, const float *res, float *dst,
+                         const ipu_kernel_ctx_t *ctx);
 
 void ipu_dnn_free(ipu_dnn_t *p);
 
 /* Activations kept in oneDNN's layout between two convolutions: 1 when
- * producer's output layout is consumer's input layout, blocked, and of the
- * plain tensor's byte size (so the buffer planned for it holds it). */
-int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer);
-/* From now on p reads its input (src_blocked) and/or writes its output
- * (dst_blocked) in its own layout instead of ours: no reorder. Set only on
- * pairs ipu_dnn_can_chain() accepted, before any run. */
-void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked);
+ * producer's output layout is the layout consumer reads it in (its input
+ * X, or as_residual its residual R, which is its output's layout), blocked,
+ * and of the plain tensor's byte size (so the buffer planned for it holds
+ * it). */
+int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer, int as_residual);
+/* From now on p reads its input (src_blocked), its residual (res_blocked)
+ * and/or writes its output (dst_blocked) in its own layout instead of ours:
+ * no reorder. Set only on pairs ipu_dnn_can_chain() accepted, before any
+ * run. */
+void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked);
 
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",
  * "avx2" (static string). */

@@ -48,6 +48,38 @@ static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, flo
     return 1;
 }
 
+/* The Add reading y (Conv's output) as its only use, with another operand
+ * of y's shape (the residual, into *res), or NULL. */
+static ipu_node_t *residual_add(ipu_graph_t *g, const uses_t *u, int y, int *res)
+{
+    ipu_node_t *add = only_use(g, u, y);
+    if (add == NULL || !is_op(add, "Add") || add->n_inputs != 2 || add->n_outputs != 1 ||
+        add->outputs[0] < 0)
+        return NULL;
+    int r = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
+    const ipu_value_t *a = &g->values[y], *b = r >= 0 ? &g->values[r] : NULL;
+    if (b == NULL || r == y || b->dtype != IPU_DTYPE_FLOAT || b->rank != a->rank ||
+        memcmp(b->dims, a->dims, (size_t)a->rank * sizeof(a->dims[0])) != 0)
+        return NULL;
+    *res = r;
+    return add;
+}
+
+/* conv takes r as its input 3 (the fused residual); inputs 2 (B) may be
+ * absent (-1). */
+static ipu_status_t add_residual(ipu_node_t *conv, int r)
+{
+    int *in = realloc(conv->inputs, 4 * sizeof(int));
+    if (in == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory fusing node '%s'", conv->name);
+    for (int k = conv->n_inputs; k < 3; k++)
+        in[k] = -1;
+    in[3] = r;
+    conv->inputs = in;
+    conv->n_inputs = 4;
+    return ipu_node_add_attr_int(conv, IPU_CONV_SUM_ATTR, 1);
+}
+
 /* Re-run infer of node n after its attributes or op changed. */
 static ipu_status_t reinfer(ipu_graph_t *g, ipu_node_t *n)
 {
@@ -94,21 +126,32 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
         }
     for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) {
         ipu_node_t *conv = &g->nodes[i];
-        if (!is_op(conv, "Conv") || conv->n_outputs != 1 ||
-            ipu_attr_find(conv, IPU_CONV_ACT_ATTR) != NULL)
+        if (!is_op(conv, "Conv") || conv->n_outputs != 1 || conv->n_inputs > 3 ||
+            ipu_attr_find(conv, IPU_CONV_ACT_ATTR) != NULL ||
+            ipu_attr_find(conv, IPU_CONV_SUM_ATTR) != NULL)
             continue;
-        const int y = conv->outputs[0];
-        if (y < 0 || (g->values[y].flags & IPU_VALUE_OUTPUT) ||
-            g->values[y].dtype != IPU_DTYPE_FLOAT)
+        const int y0 = conv->outputs[0];
+        if (y0 < 0 || (g->values[y0].flags & IPU_VALUE_OUTPUT) ||
+            g->values[y0].dtype != IPU_DTYPE_FLOAT)
             continue;
         const ipu_op_t *id = lookup(conv->domain, "Identity", conv->opset);
+        if (id == NULL)
+            continue;
+        /* Add(y, residual) first: the activation then reads its output y */
+        int y = y0, res = -1;
+        ipu_node_t *add = residual_add(g, u, y0, &res);
+        if (add) {
+            if ((st = add_residual(conv, res)) != IPU_OK)
+                break;
+            y = add->outputs[0];
+        }
         ipu_node_t *act = NULL, *sig = NULL;
         const char *kind = NULL;
         float lo = -INFINITY, hi = INFINITY;
         if ((act = only_use(g, u, y)) != NULL) {
             if (act->n_outputs != 1 || act->inputs[0] != y)
-                continue;
-            if (is_op(act, "Relu"))
+                kind = NULL;
+            else if (is_op(act, "Relu"))
                 kind = "Relu";
             else if (is_op(act, "Sigmoid"))
                 kind = "Sigmoid";
@@ -126,16 +169,18 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
                  (act->inputs[1] == y && act->inputs[0] == sig->outputs[0])))
                 kind = "SiLU";
         }
-        if (kind == NULL || id == NULL)
+        if (kind == NULL && add == NULL)
             continue;
-        if ((st = ipu_node_add_attr_string(conv, IPU_CONV_ACT_ATTR, kind)) != IPU_OK ||
-            (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MIN, lo)) != IPU_OK ||
-            (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MAX, hi)) != IPU_OK ||
-            (st = reinfer(g, conv)) != IPU_OK)
+        if (kind && ((st = ipu_node_add_attr_string(conv, IPU_CONV_ACT_ATTR, kind)) != IPU_OK ||
+                     (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MIN, lo)) != IPU_OK ||
+                     (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MAX, hi)) != IPU_OK))
             break;
-        /* the activation nodes pass y through; the planner aliases them */
-        if ((st = to_identity(g, act, id, y)) != IPU_OK ||
-            (sig && (st = to_identity(g, sig, id, y)) != IPU_OK))
+        if ((st = reinfer(g, conv)) != IPU_OK)
+            break;
+        /* the Add and activation nodes pass y0 through; the planner aliases them */
+        if ((add && (st = to_identity(g, add, id, y0)) != IPU_OK) ||
+            (kind && (st = to_identity(g, act, id, y0)) != IPU_OK) ||
+            (kind && sig && (st = to_identity(g, sig, id, y0)) != IPU_OK))
             break;
         fused++;
     }

@@ -1,8 +1,13 @@
-/* Graph fusion: a Conv whose output feeds only an activation (Relu, Clip
- * with constant bounds, Sigmoid, or the x * Sigmoid(x) pair of SiLU/Swish)
- * takes the activation over: the Conv node gets the private attributes
- * below and writes the activation's output; the activation nodes become
- * Identity nodes that the buffer planner aliases away (no copy, no run).
+/* Graph fusion: a Conv whose output feeds only an Add with another float
+ * operand of the same shape (a residual) takes the Add over: the residual
+ * becomes its input 3 (input 2, B, absent (-1) when there was none) and it
+ * gets IPU_CONV_SUM_ATTR. A Conv whose output (or its Add's output) feeds
+ * only an activation (Relu, Clip with constant bounds, Sigmoid, or the
+ * x * Sigmoid(x) pair of SiLU/Swish) takes the activation over, after the
+ * sum: the Conv node gets the private attributes below. The Conv writes the
+ * last fused node's output; the Add and activation nodes become Identity
+ * nodes of its output that the buffer planner aliases away (no copy, no
+ * run).
  *
  * Run after ipu_graph_infer() on every path that executes the graph (the
  * single-rank session and the pipeline), so both compute the same bits. */
@@ -16,6 +21,8 @@
 /* FLOAT attributes: Clip bounds (default -inf / +inf) */
 #define IPU_CONV_ACT_MIN "ipu.fused_min"
 #define IPU_CONV_ACT_MAX "ipu.fused_max"
+/* INT attribute: 1 when input 3 is a residual added before the activation */
+#define IPU_CONV_SUM_ATTR "ipu.fused_sum"
 
 /* Fuse in place (see above); node indices do not change. lookup binds the
  * rewritten nodes to Identity. The fused nodes' ops are re-inferred. Returns

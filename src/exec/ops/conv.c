@@ -13,7 +13,12 @@
  * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
  * x * Sigmoid(x) that consumed the output into the node (the private
  * attributes IPU_CONV_ACT_ATTR, and the Clip bounds IPU_CONV_ACT_MIN/MAX);
- * it becomes an eltwise post-op of the primitive. */
+ * it becomes an eltwise post-op of the primitive.
+ *
+ * Fused residual: graph/fuse.c may fold an Add of the output and another
+ * tensor of its shape into the node (IPU_CONV_SUM_ATTR): that tensor is
+ * input 3, copied (or reordered) into the output before the run and added
+ * by a sum post-op before the activation. */
 #include "exec/ops/conv.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
@@ -104,7 +109,10 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
 
     ipu_window_t w;
     ipu_dnn_conv_desc_t d = {.nd = nd, .N = x->dims[0], .C = C, .M = M, .group = group,
-                             .has_bias = b != NULL};
+                             .has_bias = b != NULL,
+                             .has_residual = ipu_attr_int(n, IPU_CONV_SUM_ATTR, 0) != 0};
+    if (d.has_residual && ipu_node_input(g, n, 3) == NULL)
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "fused residual without input 3");
     ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
     if (st == IPU_OK)
         st = conv_act(n, &d.act);
@@ -124,6 +132,12 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
         d.out[j] = dims[2 + j] = w.out[i];
     }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
+    if (d.has_residual) {
+        const ipu_value_t *r = ipu_node_input(g, n, 3);
+        if (r->dtype != IPU_DTYPE_FLOAT || r->rank != x->rank ||
+            memcmp(r->dims, dims, (size_t)x->rank * sizeof(dims[0])) != 0)
+            return ipu_op_error(IPU_ERR_SHAPE, n, "the fused residual's shape differs from Y's");
+    }
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
@@ -150,7 +164,8 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
             memset(out[0].data, 0, bytes);
         return IPU_OK;
     }
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, out[0].data, ctx);
+    const float *res = n->n_inputs > 3 ? in[3].data : NULL;
+    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, out[0].data, ctx);
 }
 
 static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
@@ -160,10 +175,12 @@ static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
     return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
 }
 
-/* The Conv nodes reading value v as X, directly or through Identity nodes,
- * into readers (*n of them, at most cap); 0 when another node reads it or
- * it (or an Identity's output) is a graph output. */
-static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *n, int cap, int depth)
+/* The Conv nodes reading value v as X or as their fused residual, directly
+ * or through Identity nodes, into readers and the slot read into slots (*n
+ * of them, at most cap); 0 when another node reads it or it (or an
+ * Identity's output) is a graph output. */
+static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, int *n, int cap,
+                         int depth)
 {
     if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
         return 0;
@@ -176,9 +193,11 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *n, int 
             if (r->folded)
                 return 0;
             if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
-                if (!chain_readers(g, r->outputs[0], readers, n, cap, depth + 1))
+                if (!chain_readers(g, r->outputs[0], readers, slots, n, cap, depth + 1))
                     return 0;
-            } else if (strcmp(r->op_type, "Conv") == 0 && k == 0 && s && s->p && *n < cap) {
+            } else if (strcmp(r->op_type, "Conv") == 0 && (k == 0 || k == 3) && s && s->p &&
+                       *n < cap) {
+                slots[*n] = k;
                 readers[(*n)++] = i;
             } else {
                 return 0;
@@ -188,24 +207,29 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *n, int 
     return 1;
 }
 
+static ipu_dnn_t *conv_dnn(const ipu_graph_t *g, int node)
+{
+    return ((const conv_state_t *)g->nodes[node].state)->p;
+}
+
 void ipu_conv_chain(ipu_graph_t *g)
 {
     enum { MAX_READERS = 16 };
     for (int i = 0; i < g->n_nodes; i++) {
         const ipu_node_t *c = &g->nodes[i];
         const conv_state_t *s = c->state;
-        int readers[MAX_READERS], n = 0, ok = 1;
+        int readers[MAX_READERS], slots[MAX_READERS], n = 0, ok = 1;
         if (c->folded || strcmp(c->op_type, "Conv") != 0 || s == NULL || s->p == NULL ||
             c->n_outputs != 1 || c->outputs[0] < 0 ||
-            !chain_readers(g, c->outputs[0], readers, &n, MAX_READERS, 0) || n == 0)
+            !chain_readers(g, c->outputs[0], readers, slots, &n, MAX_READERS, 0) || n == 0)
             continue;
         for (int j = 0; j < n && ok; j++)
-            ok = ipu_dnn_can_chain(s->p, ((const conv_state_t *)g->nodes[readers[j]].state)->p);
+            ok = ipu_dnn_can_chain(s->p, conv_dnn(g, readers[j]), slots[j] == 3);
         if (!ok)
             continue;
-        ipu_dnn_set_chain(s->p, 0, 1);
+        ipu_dnn_set_chain(s->p, 0, 1, 0);
         for (int j = 0; j < n; j++)
-            ipu_dnn_set_chain(((const conv_state_t *)g->nodes[readers[j]].state)->p, 1, 0);
+            ipu_dnn_set_chain(conv_dnn(g, readers[j]), slots[j] == 0, 0, slots[j] == 3);
     }
 }
 

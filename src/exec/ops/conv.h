@@ -6,7 +6,7 @@
 #include "graph/op.h"
 
 /* For every Conv output whose every reader (through Identity nodes) is a
- * Conv reading it as X, and that is no graph output: when oneDNN's layouts
+ * Conv reading it as X or as its fused residual (graph/fuse.h), and that is no graph output: when oneDNN's layouts
  * of the two sides agree (ipu_dnn_can_chain), the producer writes it in that
  * layout and the readers take it as it is, with no reorder in between. The
  * layout is a property of the value on every rank, so a pipeline boundary

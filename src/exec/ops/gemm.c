@@ -128,7 +128,7 @@ static ipu_status_t gemm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     int64_t M = out[0].dims[0], N = out[0].dims[1];
     float *y = out[0].data;
     if (s->c_bias)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, c->data, y, ctx);
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, c->data, NULL, y, ctx);
     if (s->fill_c || (s->p == NULL && s->beta != 0.0f)) { /* Y = broadcast(C) */
         const float *cd = c->data;
         int64_t cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
@@ -140,7 +140,7 @@ static ipu_status_t gemm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         }
     }
     if (s->p)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, y, ctx);
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, NULL, y, ctx);
     /* an empty product: Y = beta * C, or 0 */
     for (int64_t i = 0; i < M * N; i++)
         y[i] = s->beta != 0.0f ? s->beta * y[i] : 0.0f;
@@ -244,7 +244,7 @@ static ipu_status_t matmul_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 {
     const mm_state_t *s = n->state;
     if (s->p)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, out[0].data, ctx);
+        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, NULL, out[0].data, ctx);
     size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
     if (bytes)
         memset(out[0].data, 0, bytes);
