@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -371,6 +372,87 @@ static void test_conv_fusion_pass(void **state)
     ipu_graph_free(g);
 }
 
+/* graph/fuse.c: Conv -> Add(y, r) -> Relu fuses into the Conv (r its input
+ * 3, no bias: input 2 absent); the Add and Relu become Identity nodes. */
+static void test_conv_residual_fusion_pass(void **state)
+{
+    static const float w[36];
+    ipu_graph_t *g = ipu_graph_new("residual");
+    assert_non_null(g);
+    int conv = ipu_graph_add_node(g, "Conv", "conv", 2, (const char *[]){"x", "w"}, 1,
+                                  (const char *[]){"y"});
+    int add = ipu_graph_add_node(g, "Add", "add", 2, (const char *[]){"x", "y"}, 1,
+                                 (const char *[]){"z"});
+    int relu = ipu_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"z"}, 1,
+                                  (const char *[]){"out"});
+    assert_true(conv >= 0 && add >= 0 && relu >= 0);
+    ints(&(op_case_t){.g = g, .node = conv}, "pads", S(1, 1, 1, 1));
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 4,
+                        S(1, 2, 5, 5).d);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")],
+                                         IPU_DTYPE_FLOAT, 4, S(2, 2, 3, 3).d, w), IPU_OK);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, 1);
+    const ipu_node_t *c = &g->nodes[conv];
+    assert_int_equal(ipu_attr_int(c, IPU_CONV_SUM_ATTR, 0), 1);
+    assert_string_equal(ipu_attr_string(c, IPU_CONV_ACT_ATTR, ""), "Relu");
+    assert_int_equal(c->n_inputs, 4);
+    assert_int_equal(c->inputs[2], -1);
+    assert_int_equal(c->inputs[3], ipu_graph_find_value(g, "x"));
+    assert_string_equal(g->nodes[add].op_type, "Identity");
+    assert_string_equal(g->nodes[relu].op_type, "Identity");
+    assert_int_equal(g->nodes[relu].inputs[0], ipu_graph_find_value(g, "y"));
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, 0);
+    ipu_graph_free(g);
+}
+
+/* The fused residual: Relu(Conv(X, W, B) + R) equals the unfused Conv plus
+ * R, then Relu, in our layout (R reordered inside the op). */
+static void test_conv_residual(void **state)
+{
+    enum { N = 1 * 4 * 6 * 6 };
+    shape_t xs = S(1, 3, 6, 6), ws = S(4, 3, 3, 3), ys = S(1, 4, 6, 6);
+    float x[3 * 36], w[4 * 27], b[4], r[N], want[N];
+    for (int i = 0; i < 3 * 36; i++)
+        x[i] = (float)(i % 11) * 0.1f - 0.5f;
+    for (int i = 0; i < 4 * 27; i++)
+        w[i] = (float)(i % 7) * 0.05f - 0.15f;
+    for (int i = 0; i < 4; i++)
+        b[i] = 0.1f * (float)i - 0.2f;
+    for (int i = 0; i < N; i++)
+        r[i] = (float)(i % 5) * 0.2f - 0.4f;
+    for (int fused = 0; fused < 2; fused++) {
+        op_case_t *c = oc_new("Conv", 13, fused ? 4 : 3, 1);
+        oc_input(c, 0, IPU_DTYPE_FLOAT, xs.rank, xs.d, x);
+        oc_const(c, 1, IPU_DTYPE_FLOAT, ws.rank, ws.d, w);
+        oc_const(c, 2, IPU_DTYPE_FLOAT, 1, S(4).d, b);
+        if (fused) {
+            oc_const(c, 3, IPU_DTYPE_FLOAT, ys.rank, ys.d, r);
+            assert_int_equal(ipu_node_add_attr_int(oc_node(c), IPU_CONV_SUM_ATTR, 1), IPU_OK);
+            assert_int_equal(ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, "Relu"),
+                             IPU_OK);
+        }
+        ints(c, "pads", S(1, 1, 1, 1));
+        run_ok(c);
+        const ipu_tensor_t *y = oc_output(c, 0);
+        assert_shape(y, ys.rank, ys.d);
+        if (!fused)
+            for (int i = 0; i < N; i++)
+                want[i] = fmaxf(((const float *)y->data)[i] + r[i], 0.0f);
+        else
+            assert_allclose_f32(y->data, want, N, 1e-6, 1e-6);
+        oc_free(c);
+    }
+}
+
 /* all inputs constant: the node folds at inference through the same kernel */
 static void test_conv_folded(void **state)
 {
@@ -697,6 +779,8 @@ int main(void)
         cmocka_unit_test(test_conv_fused),
         cmocka_unit_test(test_conv3d_bands),
         cmocka_unit_test(test_conv_fusion_pass),
+        cmocka_unit_test(test_conv_residual_fusion_pass),
+        cmocka_unit_test(test_conv_residual),
         cmocka_unit_test(test_conv_folded),
         cmocka_unit_test(test_conv_errors),
         cmocka_unit_test(test_gemm),
