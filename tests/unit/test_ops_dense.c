@@ -310,6 +310,35 @@ static void test_conv3d_bands(void **state)
     CONV_END("conv3d_bands", S(1, 2, 8, 8, 6));
 }
 
+/* The fusion tests' graph: x [1, 2, 5, 5] fed, w [2, 2, 3, 3] constant,
+ * "out" its output; binds, infers and fuses it. Returns the fusions made. */
+static int fuse_graph(ipu_graph_t *g, const float *w)
+{
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 4,
+                        S(1, 2, 5, 5).d);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")],
+                                         IPU_DTYPE_FLOAT, 4, S(2, 2, 3, 3).d, w), IPU_OK);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    return count;
+}
+
+/* A second inference (new input shapes) and fusion keep the graph valid and
+ * fuse nothing more; frees g. */
+static void refuse_free(ipu_graph_t *g)
+{
+    int count = -1;
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, 0);
+    ipu_graph_free(g);
+}
+
 /* graph/fuse.c: Conv -> Sigmoid, Mul(s, y) (SiLU) and Conv -> Clip-13 fuse;
  * a Conv whose output also feeds an Add keeps its Relu. */
 static void test_conv_fusion_pass(void **state)
@@ -335,12 +364,6 @@ static void test_conv_fusion_pass(void **state)
     assert_true(conv[0] >= 0 && conv[1] >= 0 && conv[2] >= 0 && sig >= 0 && mul >= 0 &&
                 clip >= 0 && relu >= 0 && add >= 0);
     ints(&(op_case_t){.g = g, .node = conv[0]}, "pads", S(1, 1, 1, 1));
-    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
-    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
-    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 4,
-                        S(1, 2, 5, 5).d);
-    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")],
-                                         IPU_DTYPE_FLOAT, 4, S(2, 2, 3, 3).d, w), IPU_OK);
     /* the 3x3 kernel with pads 1 keeps 5x5 for the next convs: they reuse w */
     for (int i = 1; i < 3; i++)
         ints(&(op_case_t){.g = g, .node = conv[i]}, "pads", S(1, 1, 1, 1));
@@ -348,12 +371,7 @@ static void test_conv_fusion_pass(void **state)
                                          IPU_DTYPE_FLOAT, 0, NULL, &lo), IPU_OK);
     assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "hi")],
                                          IPU_DTYPE_FLOAT, 0, NULL, &hi), IPU_OK);
-    int count = -1;
-    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
-    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
-    assert_int_equal(ipu_graph_infer(g), IPU_OK);
-    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
-    assert_int_equal(count, 2);
+    assert_int_equal(fuse_graph(g, w), 2);
     assert_string_equal(ipu_attr_string(&g->nodes[conv[0]], IPU_CONV_ACT_ATTR, ""), "SiLU");
     assert_string_equal(ipu_attr_string(&g->nodes[conv[1]], IPU_CONV_ACT_ATTR, ""), "Clip");
     assert_true(ipu_attr_float(&g->nodes[conv[1]], IPU_CONV_ACT_MIN, 0) == lo);
@@ -365,11 +383,7 @@ static void test_conv_fusion_pass(void **state)
     assert_string_equal(g->nodes[relu].op_type, "Relu");
     assert_int_equal(g->nodes[mul].n_inputs, 1);
     assert_int_equal(g->nodes[mul].inputs[0], ipu_graph_find_value(g, "y1"));
-    /* a second inference (new input shapes) and fusion keep the graph valid */
-    assert_int_equal(ipu_graph_infer(g), IPU_OK);
-    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
-    assert_int_equal(count, 0);
-    ipu_graph_free(g);
+    refuse_free(g);
 }
 
 /* graph/fuse.c: Conv -> Add(y, r) -> Relu fuses into the Conv (r its input
@@ -387,18 +401,7 @@ static void test_conv_residual_fusion_pass(void **state)
                                   (const char *[]){"out"});
     assert_true(conv >= 0 && add >= 0 && relu >= 0);
     ints(&(op_case_t){.g = g, .node = conv}, "pads", S(1, 1, 1, 1));
-    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
-    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
-    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 4,
-                        S(1, 2, 5, 5).d);
-    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")],
-                                         IPU_DTYPE_FLOAT, 4, S(2, 2, 3, 3).d, w), IPU_OK);
-    int count = -1;
-    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
-    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
-    assert_int_equal(ipu_graph_infer(g), IPU_OK);
-    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
-    assert_int_equal(count, 1);
+    assert_int_equal(fuse_graph(g, w), 1);
     const ipu_node_t *c = &g->nodes[conv];
     assert_int_equal(ipu_attr_int(c, IPU_CONV_SUM_ATTR, 0), 1);
     assert_string_equal(ipu_attr_string(c, IPU_CONV_ACT_ATTR, ""), "Relu");
@@ -408,10 +411,7 @@ static void test_conv_residual_fusion_pass(void **state)
     assert_string_equal(g->nodes[add].op_type, "Identity");
     assert_string_equal(g->nodes[relu].op_type, "Identity");
     assert_int_equal(g->nodes[relu].inputs[0], ipu_graph_find_value(g, "y"));
-    assert_int_equal(ipu_graph_infer(g), IPU_OK);
-    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
-    assert_int_equal(count, 0);
-    ipu_graph_free(g);
+    refuse_free(g);
 }
 
 /* The fused residual: Relu(Conv(X, W, B) + R) equals the unfused Conv plus
