@@ -50,6 +50,12 @@ struct ipu_transport {
     char *addrs;              /* worker addresses, addr_len bytes each */
     size_t addr_len;
     struct ipu_peer_ref { struct ipu_transport *t; int peer; } *refs; /* err handler args */
+    ucs_status_t *ep_err;     /* per peer: its endpoint's error, not yet told
+                               * apart (lost peer, or a reset by the peer) */
+    int ep_errs;              /* peers with an ep_err pending */
+    int *peer_reset;          /* per peer: its notices that it closed its
+                               * connection to this rank by force, not yet
+                               * matched to a failure of that connection */
 };
 
 extern const ipu_transport_ops_t ipu_transport_ucx_ops;

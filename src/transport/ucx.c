@@ -20,12 +20,16 @@ static ipu_status_t ucx_error(const char *what, ucs_status_t s)
                      "(e.g. UCX_TLS=tcp,self,sm)", what, ucs_status_string(s));
 }
 
+/* peer's endpoint failed: a lost peer, or the peer closed its side by force
+ * (ucx_cancel); told apart outside UCX's callback (settle) */
 static void on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    (void)ep;
     struct ipu_peer_ref *ref = arg;
-    ref->t->failed[ref->peer] = 1;
-    ref->t->fail_reason[ref->peer] = status;
+    ipu_transport_t *t = ref->t;
+    if (ep != t->eps[ref->peer] || t->ep_err[ref->peer] != UCS_OK)
+        return;
+    t->ep_err[ref->peer] = status;
+    t->ep_errs++;
 }
 
 /* The endpoint to peer, from its worker address: at open, and again for
@@ -50,6 +54,19 @@ static ipu_status_t make_ep(ipu_transport_t *t, int peer)
 /* Tags of the transport's own messages: bit 63 set (user tags hold the
  * source rank in bits 40..63, and no job has 2^23 ranks). */
 #define WIREUP_TAG(src) ((UINT64_C(1) << 63) | ((uint64_t)(src) << SRC_SHIFT))
+/* the notice src sends ahead of closing its endpoint to a peer by force */
+#define RESET_TAG(src) (WIREUP_TAG(src) | 1)
+/* seconds a rank whose endpoint failed waits for the peer's reset notice */
+#define RESET_WAIT_S 0.05
+/* seconds a rank waits for its reset notice to leave before it closes */
+#define RESET_TELL_S 0.05
+
+static double elapsed_s(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
+}
 
 /* Connect every endpoint now, while every rank is here to answer: an empty
  * message each way between every pair (a send leaves only once its
@@ -131,9 +148,11 @@ static ipu_status_t ucx_open(ipu_transport_t *t)
     int mylen = (int)alen, *lens = calloc((size_t)t->size, sizeof(int));
     t->refs = calloc((size_t)t->size, sizeof(*t->refs));
     t->eps = calloc((size_t)t->size, sizeof(ucp_ep_h));
+    t->ep_err = calloc((size_t)t->size, sizeof(ucs_status_t));
+    t->peer_reset = calloc((size_t)t->size, sizeof(int));
     ipu_status_t st = IPU_OK;
     char *all = NULL;
-    if (!lens || !t->refs || !t->eps) {
+    if (!lens || !t->refs || !t->eps || !t->ep_err || !t->peer_reset) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
         goto out;
     }
@@ -197,13 +216,108 @@ static void close_ep(ipu_transport_t *t, int peer, int force)
         ucp_request_free(r);
 }
 
+/* Tell peer, just before this rank closes its endpoint to it by force, that
+ * the close is a reset and not a failure: a notice on the same connection,
+ * ahead of the close, flushed (bounded: the peer may be gone). */
+static void tell_reset(ipu_transport_t *t, int peer)
+{
+    static char none;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
+    void *r = ucp_tag_send_nbx(t->eps[peer], &none, 0, RESET_TAG(t->rank), &p);
+    if (UCS_PTR_IS_ERR(r))
+        return;
+    ucp_request_param_t fp = {.op_attr_mask = 0};
+    void *f = ucp_ep_flush_nbx(t->eps[peer], &fp);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned spin = 0;; spin++) {
+        int busy = (UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS) ||
+                   (UCS_PTR_IS_PTR(f) && ucp_request_check_status(f) == UCS_INPROGRESS);
+        if (!busy || ((spin & 255) == 255 && elapsed_s(&t0) > RESET_TELL_S))
+            break;
+        ucp_worker_progress(t->worker);
+    }
+    if (UCS_PTR_IS_PTR(r)) /* released by UCX once it completes (the close ends it) */
+        ucp_request_free(r);
+    if (UCS_PTR_IS_PTR(f))
+        ucp_request_free(f);
+}
+
+/* Take the reset notices peer sent (tell_reset) into t->peer_reset. A
+ * notice travels ahead of the close on the same connection, so it is in by
+ * the time the failure shows; wait a moment all the same. */
+static void take_notices(ipu_transport_t *t, int peer)
+{
+    static char none;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int first = 1;; first = 0) {
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                                  .datatype = ucp_dt_make_contig(1)};
+        void *r = ucp_tag_recv_nbx(t->worker, &none, 0, RESET_TAG(peer), FULL_MASK, &rp);
+        if (UCS_PTR_IS_ERR(r) || r == NULL)
+            return;
+        ucs_status_t s = ucp_request_check_status(r);
+        for (unsigned spin = 0; s == UCS_INPROGRESS && first && t->peer_reset[peer] == 0; spin++) {
+            if ((spin & 255) == 255 && elapsed_s(&t0) > RESET_WAIT_S)
+                break;
+            ucp_worker_progress(t->worker);
+            s = ucp_request_check_status(r);
+        }
+        if (s == UCS_INPROGRESS) {
+            ucp_request_cancel(t->worker, r);
+            ucp_request_free(r);
+            return;
+        }
+        ucp_request_free(r);
+        if (s != UCS_OK)
+            return;
+        t->peer_reset[peer]++;
+    }
+}
+
+/* peer's endpoint failed with s (or the error its handler kept): if the
+ * peer said it closed its side (a notice not yet matched to a failure),
+ * close ours too, and the next send makes a new one; else the peer is lost.
+ * 1: lost. */
+static int settle(ipu_transport_t *t, int peer, ucs_status_t s)
+{
+    if (t->ep_err[peer] != UCS_OK) {
+        s = t->ep_err[peer];
+        t->ep_err[peer] = UCS_OK;
+        t->ep_errs--;
+    }
+    if (t->failed[peer])
+        return 1;
+    take_notices(t, peer);
+    if (t->peer_reset[peer] == 0) {
+        t->failed[peer] = 1;
+        t->fail_reason[peer] = s;
+        return 1;
+    }
+    t->peer_reset[peer]--;
+    close_ep(t, peer, 1);
+    t->resets[peer]++;
+    return 0;
+}
+
+/* settle every endpoint whose handler reported an error */
+static void settle_all(ipu_transport_t *t)
+{
+    for (int p = 0; t->ep_errs > 0 && p < t->size; p++)
+        if (t->ep_err[p] != UCS_OK)
+            settle(t, p, t->ep_err[p]);
+}
+
 static void ucx_close(ipu_transport_t *t)
 {
     if (t->eps) {
         for (int i = 0; i < t->size; i++)
-            close_ep(t, i, t->failed[i]);
+            close_ep(t, i, t->failed[i] || t->ep_err[i] != UCS_OK);
         free(t->eps);
     }
+    free(t->ep_err);
+    free(t->peer_reset);
     free(t->refs);
     free(t->addrs);
     if (t->worker)
@@ -244,6 +358,21 @@ static ipu_status_t peer_lost(ipu_transport_t *t, int peer, ucs_status_t s)
                      t->hosts[peer], ucs_status_string(s));
 }
 
+/* a transfer with peer ended by a reset of the connection (either side's) */
+static ipu_status_t aborted(ipu_transport_t *t, ipu_treq_t *r)
+{
+    return ipu_error(IPU_ERR_TRANSPORT, "%s rank %d on host %s was aborted: the connection "
+                     "was reset to end a cancelled transfer (after a timeout)",
+                     r->is_recv ? "a receive from" : "a send to", r->peer, t->hosts[r->peer]);
+}
+
+/* a send that failed at once because its endpoint failed */
+static int ep_failure(ucs_status_ptr_t p)
+{
+    ucs_status_t s = UCS_PTR_IS_ERR(p) ? UCS_PTR_STATUS(p) : UCS_OK;
+    return s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_UNREACHABLE;
+}
+
 static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t p, const char *what)
 {
     if (p == NULL) { /* a send completed at once */
@@ -251,11 +380,10 @@ static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t 
         return IPU_OK;
     }
     ucs_status_t s = UCS_PTR_IS_ERR(p) ? UCS_PTR_STATUS(p) : UCS_OK;
-    if (!r->is_recv && (s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_CONNECTION_RESET ||
-                        s == UCS_ERR_UNREACHABLE)) {
-        /* the endpoint failed before its error handler ran: the peer is
-         * lost, as when a posted request completes with the error */
-        return peer_lost(t, r->peer, s);
+    if (!r->is_recv && ep_failure(p)) {
+        /* the endpoint failed before its error handler ran, as when a
+         * posted request completes with the error */
+        return settle(t, r->peer, s) ? peer_lost(t, r->peer, t->fail_reason[r->peer]) : aborted(t, r);
     }
     if (UCS_PTR_IS_ERR(p))
         return ucx_error(what, s);
@@ -265,14 +393,23 @@ static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t 
 
 static ipu_status_t ucx_isend(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, const void *buf)
 {
-    if (t->eps[r->peer] == NULL) { /* reset by ucx_cancel */
-        ipu_status_t st = make_ep(t, r->peer);
-        if (st != IPU_OK)
-            return st;
-    }
+    int peer = r->peer;
+    if (t->ep_err[peer] != UCS_OK && settle(t, peer, UCS_OK))
+        return peer_lost(t, peer, t->fail_reason[peer]);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)t->rank << SRC_SHIFT) | tag;
-    return started(t, r, ucp_tag_send_nbx(t->eps[r->peer], buf, r->len, utag, &p), "send");
+    for (int tries = 0;; tries++) {
+        if (t->eps[peer] == NULL) { /* reset by ucx_cancel or by the peer */
+            ipu_status_t st = make_ep(t, peer);
+            if (st != IPU_OK)
+                return st;
+        }
+        ucs_status_ptr_t sp = ucp_tag_send_nbx(t->eps[peer], buf, r->len, utag, &p);
+        /* an endpoint the peer had reset: once more on a new one */
+        if (tries == 0 && ep_failure(sp) && !settle(t, peer, UCS_PTR_STATUS(sp)))
+            continue;
+        return started(t, r, sp, "send");
+    }
 }
 
 static ipu_status_t ucx_irecv(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, void *buf)
@@ -290,6 +427,7 @@ static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
     if (r->done)
         return IPU_OK;
     ucp_worker_progress(t->worker);
+    settle_all(t);
     ucs_status_t s = r->is_recv ? ucp_tag_recv_request_test(r->ucx, &r->info)
                                 : ucp_request_check_status(r->ucx);
     if (s == UCS_INPROGRESS)
@@ -299,13 +437,11 @@ static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
     r->done = 1;
     if (s == UCS_OK || (s == UCS_ERR_MESSAGE_TRUNCATED && r->is_recv))
         return check_length(t, r, s);
-    if (s == UCS_ERR_CANCELED && t->resets[r->peer] > 0)
-        /* ended by the reset of the peer's endpoint (ucx_cancel of another
-         * transfer to it): the peer is not lost */
-        return ipu_error(IPU_ERR_TRANSPORT, "%s rank %d on host %s was aborted: the connection "
-                         "was reset to end a cancelled transfer (after a timeout)",
-                         r->is_recv ? "a receive from" : "a send to", r->peer, t->hosts[r->peer]);
-    return peer_lost(t, r->peer, s);
+    if (t->ep_err[r->peer] == UCS_OK && t->resets[r->peer] > 0 && !t->failed[r->peer])
+        /* ended by a reset of the connection to the peer (ucx_cancel here,
+         * or there: settle): the peer is not lost */
+        return aborted(t, r);
+    return settle(t, r->peer, s) ? peer_lost(t, r->peer, t->fail_reason[r->peer]) : aborted(t, r);
 }
 
 static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
@@ -326,11 +462,12 @@ static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
          * peer's receive, a send queued while the connection is set up).
          * Closing the peer's endpoint by force ends every transfer on it
          * now, with UCS_ERR_CANCELED. The peer is not marked failed: the
-         * next send to it makes a new endpoint. The peer's half of the old
-         * one stays until its own call ends the same way (a late rank's
-         * matching call times out too); meanwhile its rendezvous messages
-         * to this rank fail, and UCX's keepalive may report this rank lost
-         * to it. */
+         * next send to it makes a new endpoint. The peer sees its half of
+         * the connection fail; the reset notice sent ahead of the close
+         * (tell_reset) makes it close that half too rather than take this
+         * rank for lost (settle), and its next send makes a new one. */
+        if (t->eps[r->peer] != NULL)
+            tell_reset(t, r->peer);
         close_ep(t, r->peer, 1);
         t->resets[r->peer]++;
         for (int spin = 0; spin < 100000 && ucp_request_check_status(r->ucx) == UCS_INPROGRESS; spin++)
@@ -343,6 +480,7 @@ static void ucx_cancel(ipu_transport_t *t, ipu_treq_t *r)
 static void ucx_progress(ipu_transport_t *t)
 {
     ucp_worker_progress(t->worker);
+    settle_all(t);
 }
 
 const ipu_transport_ops_t ipu_transport_ucx_ops = {
