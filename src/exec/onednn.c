@@ -457,6 +457,11 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
     return st;
 }
 
+size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
+{
+    return p && p->reorder_weights ? align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
+}
+
 /* The weights to run with: ours, the copy made at load, or (*tmp, freed by
  * the caller) a copy made now. */
 static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,

@@ -82,6 +82,10 @@ size_t ipu_dnn_scratch(const ipu_dnn_t *p);
  * address or ipu_dnn_free(); a no-op when p takes ours as they are or has
  * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
+/* Bytes of the copy ipu_dnn_load_weights() keeps (the size of the weights
+ * in the primitive's layout, 64-byte aligned), known without reordering; 0
+ * when p takes ours as they are, or for NULL. */
+size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 
 /* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
  * convolution's residual R, or NULL without one), dst (Y) in the layouts of
