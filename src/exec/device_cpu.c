@@ -3,6 +3,7 @@
 #include "exec/device.h"
 
 #include "common/log.h"
+#include "exec/onednn.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -39,6 +40,7 @@ static void *worker_main(void *arg)
         if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
             ipu_warn("IPU %d: cannot pin worker to CPU %d", dev->params.index, dev->params.core);
     }
+    ipu_dnn_bind_threads(dev->params.index, dev->params.threads);
     pthread_mutex_lock(&dev->mu);
     for (;;) {
         while (!dev->pending && !dev->quit)

@@ -8,6 +8,7 @@
 #include <dnnl_debug.h>
 #include <omp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,6 +458,11 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
     return st;
 }
 
+size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
+{
+    return p && p->reorder_weights ? align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
+}
+
 /* The weights to run with: ours, the copy made at load, or (*tmp, freed by
  * the caller) a copy made now. */
 static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
@@ -491,7 +497,9 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
         return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
     if ((st = stream(n, &s)) != IPU_OK)
         return st;
-    omp_set_num_threads(ctx->threads > 0 ? ctx->threads : 1);
+    int threads = ctx->threads > 0 ? ctx->threads : 1;
+    if (omp_get_max_threads() != threads) /* set once by an IPU's worker */
+        omp_set_num_threads(threads);
     if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
         return st;
     uint8_t *pad = ctx->scratch, *xs = pad + align64(p->pad_bytes), *ys = xs + p->src_bytes;
@@ -547,6 +555,42 @@ void ipu_dnn_free(ipu_dnn_t *p)
     pthread_mutex_destroy(&p->mu);
     free(p->wei);
     free(p);
+}
+
+/* "0,2" style list of the CPUs in set into buf. */
+static void cpu_list(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && off < len; c++)
+        if (CPU_ISSET(c, set))
+            off += (size_t)snprintf(buf + off, len - off, off ? ",%d" : "%d", c);
+}
+
+void ipu_dnn_bind_threads(int index, int threads)
+{
+    cpu_set_t mine;
+    int n = threads > 0 ? threads : 1;
+    omp_set_num_threads(n);
+    if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+        return;
+    /* libgomp keeps this thread's team for its later parallel regions;
+     * threads it adds later inherit the worker's affinity */
+#pragma omp parallel num_threads(n)
+    {
+        cpu_set_t got;
+        if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+            ipu_warn("IPU %d: cannot bind OpenMP thread %d to its worker's CPUs", index,
+                     omp_get_thread_num());
+        if (ipu_log_level_current >= IPU_LOG_DEBUG &&
+            sched_getaffinity(0, sizeof(got), &got) == 0) {
+            char l[256], w[256];
+            cpu_list(&got, l, sizeof(l));
+            cpu_list(&mine, w, sizeof(w));
+            ipu_debug("IPU %d: OpenMP thread %d of %d on CPUs %s, the worker's %s", index,
+                      omp_get_thread_num(), omp_get_num_threads(), l, w);
+        }
+    }
 }
 
 int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)

@@ -7,7 +7,8 @@
  * its shapes are known, with the scratchpad in user mode: the caller's
  * op->scratch() reports ipu_dnn_scratch() and run() hands that buffer back),
  * the weights reordered once into the layout a primitive prefers, the
- * OpenMP thread count of each execution, and the translation of oneDNN's
+ * OpenMP team of each IPU worker (its size, its threads bound to the
+ * worker's CPUs), and the translation of oneDNN's
  * statuses into ipu_status_t with a message naming the node.
  *
  * Tensors at this boundary are dense float32 in our layouts (row-major;
@@ -82,6 +83,10 @@ size_t ipu_dnn_scratch(const ipu_dnn_t *p);
  * address or ipu_dnn_free(); a no-op when p takes ours as they are or has
  * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
+/* Bytes of the copy ipu_dnn_load_weights() keeps (the size of the weights
+ * in the primitive's layout, 64-byte aligned), known without reordering; 0
+ * when p takes ours as they are, or for NULL. */
+size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 
 /* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
  * convolution's residual R, or NULL without one), dst (Y) in the layouts of
@@ -95,6 +100,14 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
                          const ipu_kernel_ctx_t *ctx);
 
 void ipu_dnn_free(ipu_dnn_t *p);
+
+/* Called once by an IPU's worker thread, after it is pinned: its OpenMP
+ * team (the threads oneDNN runs its primitives on when called from it) is
+ * threads (>= 1) threads, each bound to the worker's CPUs, so the team of
+ * one IPU never runs on another's cores. At debug log level each thread of
+ * the team logs "IPU index: OpenMP thread i of n on CPUs L, the worker's
+ * W" (L and W lists like "0,2"). */
+void ipu_dnn_bind_threads(int index, int threads);
 
 /* Activations kept in oneDNN's layout between two convolutions: 1 when
  * producer's output layout is the layout consumer reads it in (its input

@@ -25,6 +25,11 @@ size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n)
     return !n->folded && n->op && n->op->scratch ? n->op->scratch(g, n) : 0;
 }
 
+size_t ipu_node_held(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    return !n->folded && n->op && n->op->held ? n->op->held(g, n) : 0;
+}
+
 ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s)
 {
     ipu_stage_mem_t m = {.weights = s->weight_bytes, .activations = s->plan.arena_bytes,
@@ -76,6 +81,7 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         size_t b = ipu_node_scratch(g, nd);
         if (b > s.scratch_bytes)
             s.scratch_bytes = b;
+        s.weight_bytes += ipu_node_held(g, nd); /* e.g. Conv weights in oneDNN's layout */
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
             if (v >= 0 && g->values[v].data && !seen[v]) {

@@ -18,7 +18,8 @@ typedef struct ipu_stage {
     int n_outputs;
     ipu_buffer_plan_t plan;
     size_t scratch_bytes;   /* largest ipu_node_scratch() of its nodes */
-    size_t weight_bytes;    /* bytes of the constants its nodes read */
+    size_t weight_bytes;    /* bytes of the constants its nodes read, and of
+                             * what their load() keeps beside them (op->held) */
     double *node_ms;        /* per node, accumulated run time if profiling, else NULL */
 } ipu_stage_t;
 
@@ -50,6 +51,10 @@ ipu_status_t ipu_stage_profile(ipu_stage_t *s);
 /* Scratch bytes node n's kernel needs (its op's scratch()), 0 for none; a
  * stage holds the largest of its nodes'. */
 size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n);
+/* Bytes node n keeps beside its constants once loaded (its op's held(): a
+ * copy of its weights in another layout), 0 for none; a stage's
+ * weight_bytes counts them. */
+size_t ipu_node_held(const ipu_graph_t *g, const ipu_node_t *n);
 
 /* The memory an IPU is charged for a stage: ipu_device_load() checks it
  * against the capacity, and the partitioner (partition/partition.c) checks

@@ -65,6 +65,11 @@ typedef struct ipu_op {
      * (another device, the same stage): must be idempotent and thread-safe.
      * Errors: IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL (message names the node). */
     ipu_status_t (*load)(const ipu_graph_t *g, const ipu_node_t *n);
+
+    /* Optional: bytes that load() keeps beside the constants (a copy of the
+     * weights in another layout), known after infer without loading, so a
+     * stage is charged for them before it is loaded; NULL for none. */
+    size_t (*held)(const ipu_graph_t *g, const ipu_node_t *n);
 } ipu_op_t;
 
 /* Lookup function: the entry implementing (domain, op_type) at opset, or NULL. */

@@ -339,7 +339,7 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
     int n = it->n;
     ipu_status_t st = IPU_OK;
     double *ms = calloc((size_t)n + 1, sizeof(double)), *cut = calloc((size_t)n + 2, sizeof(double));
-    size_t *live = calloc((size_t)n + 1, sizeof(size_t)), *cbytes = calloc((size_t)g->n_values + 1, sizeof(size_t));
+    size_t *live = calloc((size_t)n + 1, sizeof(size_t)), *cbytes = calloc((size_t)g->n_values + (size_t)n + 1, sizeof(size_t));
     size_t *scratch = calloc((size_t)n + 1, sizeof(size_t)), *abytes = calloc((size_t)g->n_values + 1, sizeof(size_t));
     double *cross = calloc((size_t)n + 2, sizeof(double));
     int *cstart = calloc((size_t)n + 2, sizeof(int)), *cids = NULL;
@@ -355,7 +355,7 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
         ms[i] = it->cost[it->item_node[i]].est_ms;
         scratch[i] = it->cost[it->item_node[i]].scratch_bytes;
         live[i] = item_act_floor(g, nd);
-        total_in += nd->n_inputs + nd->n_outputs;
+        total_in += nd->n_inputs + nd->n_outputs + 1;
     }
     cids = malloc(((size_t)total_in + 1) * sizeof(int));
     aids = malloc(((size_t)total_in + 1) * sizeof(int));
@@ -378,6 +378,11 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
                 aids[ka++] = v;
                 abytes[v] = (vbytes(&g->values[v]) + 63) / 64 * 64;
             }
+        }
+        size_t held = ipu_node_held(g, nd); /* a constant of its own, after the values */
+        if (held) {
+            cids[k++] = g->n_values + i;
+            cbytes[g->n_values + i] = held;
         }
         cstart[i + 1] = k;
         astart[i + 1] = ka;
@@ -402,7 +407,7 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
      * fits is what the IPU will be charged (range_need) */
     ipu_split_problem_t prob = {.n = n, .stages = p->stages, .ms = ms, .cut_ms = cut, .live_bytes = live,
                                 .const_start = cstart, .const_ids = cids, .const_bytes = cbytes,
-                                .n_consts = g->n_values, .capacity = p->ipu_memory,
+                                .n_consts = g->n_values + n, .capacity = p->ipu_memory,
                                 .scratch_bytes = scratch, .need = range_need, .need_arg = it,
                                 .act_start = astart, .act_ids = aids, .act_bytes = abytes,
                                 .n_acts = g->n_values};

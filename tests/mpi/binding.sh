@@ -3,7 +3,8 @@
 # cores (HWLOC_SYNTHETIC), 4 ranks x 2 IPUs take 8 distinct cores, ranks 0-1
 # in NUMA node 0 and 2-3 in node 1; 3 ranks x 2 IPUs on 4 cores wrap and say
 # so; on the real host, the worker threads of a running pipeline are bound
-# to the cores info reports and two ranks use different cores.
+# to the cores info reports and two ranks use different cores, and each
+# worker's OpenMP team (--threads 2) is bound to its worker's CPUs.
 set -u
 . "$(dirname "$0")/common.sh"
 W=$(mktemp -d)
@@ -45,5 +46,16 @@ set -- $cpus
 if [ $# -eq 2 ] && [ "$1" != "$2" ] && [ "${1#*,}" = "$1" ] && [ "${1#*-}" = "$1" ]; then
     ok "the two ranks' IPU workers run bound to cpus $1 and $2"
 else fail "worker binding: '$cpus'"; fi
+# each rank's IPU runs oneDNN on an OpenMP team of --threads threads, every
+# one bound to its worker's CPUs (each thread logs its own affinity)
+OUT=$(IPU_EXEC_LOG_LEVEL=debug timeout -k 5 120 "$MPIRUN" -x IPU_EXEC_LOG_LEVEL -np 2 "$EXE" \
+    "$CACHE/op13/gpt2_tiny/model.onnx" --threads 2 --ipus-per-rank 1 2>&1)
+team=$(echo "$OUT" | grep "IPU 0: OpenMP thread [01] of 2 on CPUs ")
+if [ "$(echo "$team" | grep -c .)" -eq 4 ] &&
+    echo "$team" | sed 's/.* on CPUs \([0-9,-]*\), the worker.s \([0-9,-]*\)$/\1 \2/' |
+    awk 'NF != 2 || $1 != $2 || $1 !~ /^[0-9]+$/ { bad = 1 } { cpu[$1] = 1 }
+         END { n = 0; for (c in cpu) n++; exit bad || n != 2 }'; then
+    ok "--threads 2: each rank's OpenMP threads run on its worker's one core, not the other's"
+else fail "OpenMP team binding: $team"; echo "$OUT" | tail -5; fi
 echo "binding: $fails failure(s)"
 [ "$fails" -eq 0 ]

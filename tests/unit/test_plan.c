@@ -38,8 +38,8 @@ static ipu_status_t fake_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-static const ipu_op_t op_sum = {"", "FakeSum", 1, 99, 0, fake_infer, NULL, fake_run, NULL, NULL};
-static const ipu_op_t op_view = {"", "FakeView", 1, 99, IPU_OP_ALIAS_INPUT0, fake_infer, NULL, fake_run, NULL, NULL};
+static const ipu_op_t op_sum = {"", "FakeSum", 1, 99, 0, fake_infer, NULL, fake_run, NULL, NULL, NULL};
+static const ipu_op_t op_view = {"", "FakeView", 1, 99, IPU_OP_ALIAS_INPUT0, fake_infer, NULL, fake_run, NULL, NULL, NULL};
 
 /* FakeSum with the scratch its "scratch" attribute says (bytes) */
 static size_t fake_scratch(const ipu_graph_t *g, const ipu_node_t *n)
@@ -47,7 +47,7 @@ static size_t fake_scratch(const ipu_graph_t *g, const ipu_node_t *n)
     (void)g;
     return (size_t)ipu_attr_int(n, "scratch", 0);
 }
-static const ipu_op_t op_scratch = {"", "FakeScratch", 1, 99, 0, fake_infer, fake_scratch, fake_run, NULL, NULL};
+static const ipu_op_t op_scratch = {"", "FakeScratch", 1, 99, 0, fake_infer, fake_scratch, fake_run, NULL, NULL, NULL};
 
 static const ipu_op_t *lookup(const char *d, const char *op, int v)
 {

@@ -5,7 +5,8 @@
  *
  * Runs on oneDNN's convolution (exec/onednn.h): the primitive is made at
  * infer for the node's shapes and its weights are reordered into the layout
- * it prefers when a device loads the stage (load()). Its activations are
+ * it prefers when a device loads the stage (load()), a copy kept beside
+ * the constant and charged to the stage's weights (held()). Its activations are
  * reordered to and from our NCHW inside the op, through the scratch buffer,
  * except between two convolutions that agree on oneDNN's layout
  * (ipu_conv_chain, conv.h): that tensor stays in it.
@@ -175,6 +176,12 @@ static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
     return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
 }
 
+static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const conv_state_t *s = n->state;
+    return s ? ipu_dnn_weights_held(s->p) : 0;
+}
+
 /* The Conv nodes reading value v as X or as their fused residual, directly
  * or through Identity nodes, into readers and the slot read into slots (*n
  * of them, at most cap); 0 when another node reads it or it (or an
@@ -236,7 +243,7 @@ void ipu_conv_chain(ipu_graph_t *g)
 static const ipu_op_t conv_op = {
     .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
     .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
-    .fini = conv_fini,
+    .held = conv_held, .fini = conv_fini,
 };
 
 const ipu_op_t *const ipu_ops_conv[] = {&conv_op, NULL};

@@ -204,7 +204,7 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 }
 
 #define ENTRY(NAME, SINCE, KIND) \
-    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, NULL, NULL}, KIND}
+    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, NULL, NULL, NULL}, KIND}
 
 static const norm_op_t ops[] = {
     ENTRY("BatchNormalization", 7, N_BATCH),
