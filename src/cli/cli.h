@@ -54,7 +54,7 @@ void cli_err_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ipu-exec info [--ipus-per-rank K]: placement and binding of every rank;
  * info --config [--markdown] calls cli_config_main. */
-int cli_info_main(int argc, char **argv, int ipus_per_rank);
+int cli_info_main(int argc, char **argv);
 /* Print the settings with their current values and sources, or (markdown)
  * docs/settings.md; returns the exit code. */
 int cli_config_main(int markdown);

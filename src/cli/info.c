@@ -8,6 +8,7 @@
 #include "exec/onednn.h"
 #include "transport/transport.h"
 
+#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +17,65 @@
 
 #define LINE 1024
 
-int cli_info_main(int argc, char **argv, int ipus_per_rank)
+static void info_usage(FILE *f)
+{
+    fprintf(f,
+"Usage: " CLI_PROG " info [--ipus-per-rank K]\n"
+"       " CLI_PROG " info --config [--markdown]\n"
+"Per rank (run it under mpirun or srun with the job's layout): the host, NUMA\n"
+"node, cores, the cores each IPU's worker is bound to, the CPU model and the\n"
+"instruction set oneDNN dispatches to, and the transport to the other ranks.\n"
+"  --ipus-per-rank K   IPUs owned by each rank (1 to 64, default 1)\n"
+"  --config            every setting (IPU_EXEC_*, GCL_*) with its value and\n"
+"                      where it came from; needs no ranks\n"
+"  --markdown          with --config: the table of docs/settings.md\n"
+"  -h, --help          this help\n");
+}
+
+/* The options of info into *k, *config, *markdown; returns -1 to go on,
+ * else the exit code (help printed: 0; a usage error: 2). */
+static int info_parse(int argc, char **argv, int *k, int *config, int *markdown)
+{
+    enum { O_K = 256, O_CONFIG, O_MARKDOWN };
+    static const struct option longopts[] = {
+        {"ipus-per-rank", required_argument, NULL, O_K},
+        {"config", no_argument, NULL, O_CONFIG},
+        {"markdown", no_argument, NULL, O_MARKDOWN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_K:
+            if (cli_parse_int(optarg, 1, k) || *k > 64)
+                return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", optarg);
+            break;
+        case O_CONFIG: *config = 1; break;
+        case O_MARKDOWN: *markdown = 1; break;
+        case 'h': info_usage(stdout); return 0;
+        case ':': return cli_usage_error("option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("info: unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("info takes no model or other argument (got %s)", argv[optind]);
+    if (*markdown && !*config)
+        return cli_usage_error("%s", "info: --markdown goes with --config");
+    return -1;
+}
+
+int cli_info_main(int argc, char **argv)
 {
     int mpi = ipu_launcher().launched;
     int rank = 0, size = 1, lrank = 0, lsize = 1;
     MPI_Comm local = MPI_COMM_NULL;
-    int config = 0, markdown = 0;
-    for (int i = 1; i < argc; i++) {
-        config |= strcmp(argv[i], "--config") == 0;
-        markdown |= strcmp(argv[i], "--markdown") == 0;
-    }
+    int ipus_per_rank = 1, config = 0, markdown = 0;
+    int rc = info_parse(argc, argv, &ipus_per_rank, &config, &markdown);
+    if (rc >= 0)
+        return rc;
     if (config) /* no ranks needed */
         return cli_config_main(markdown);
     if (mpi) {

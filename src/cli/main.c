@@ -22,13 +22,8 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
     if (argc > 1 && strcmp(argv[1], "plan") == 0)
         return cli_plan_main(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "info") == 0) {
-        int k = 1;
-        for (int i = 2; i + 1 < argc; i++)
-            if (strcmp(argv[i], "--ipus-per-rank") == 0 && (cli_parse_int(argv[i + 1], 1, &k) || k > 64))
-                return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", argv[i + 1]);
-        return cli_info_main(argc - 1, argv + 1, k);
-    }
+    if (argc > 1 && strcmp(argv[1], "info") == 0)
+        return cli_info_main(argc - 1, argv + 1);
     cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4,
                     .micro_batch = 1, .replicas = 1, .ipus_per_rank = 1, .credits = 2,
                     .transport = IPU_TRANSPORT_UCX, .timeout_s = 30, .bind = 1};

@@ -20,7 +20,9 @@ int cli_parse_size(const char *s, size_t *out)
         end++;
     if (*end == 'B' || *end == 'b')
         end++;
-    if (*end != '\0')
+    /* at least a byte, and below 2^64: converting a larger double to size_t
+     * is undefined (17179869184G came out as 0, the default) */
+    if (*end != '\0' || v < 1 || v >= 18446744073709551616.0)
         return -1;
     *out = (size_t)v;
     return 0;

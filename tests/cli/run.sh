@@ -5,6 +5,7 @@
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
 # info's CPU and oneDNN ISA (at least AVX2 where the CPU has it);
+# info's arguments; --ipu-memory past 2^64 bytes;
 # info --config and docs/settings.md, a warning for an invalid setting;
 # under mpirun: usage errors said once, --replicas without --batches.
 set -u
@@ -89,6 +90,18 @@ expect 0 "list-ops" "^Conv " -- "$EXE" --list-ops
 "$EXE" --list-ops | LC_ALL=C sort | awk '{print "| " $1 " | " $2 " |"}' > "$W/ops"
 if grep '^| [A-Z]' "$top_srcdir/docs/ops.md" | diff - "$W/ops" >/dev/null; then echo "ok: docs/ops.md is current"
 else echo "FAIL: docs/ops.md differs from --list-ops (run scripts/gen-ops-doc.sh)"; fails=$((fails + 1)); fi
+# info parses its arguments: help, an unknown option, a stray argument
+expect 0 "info --help" "^Usage: ipu-exec info \[--ipus-per-rank K\]" -- "$EXE" info --help
+expect 0 "info -h" "^Usage: ipu-exec info" -- "$EXE" info -h
+expect 2 "info --bogus" "info: unknown option --bogus" -- "$EXE" info --bogus
+one_line "info --bogus"
+expect 2 "info with a model" "info takes no model or other argument (got $M/model.onnx)" -- "$EXE" info "$M/model.onnx"
+expect 2 "info --ipus-per-rank 0" "--ipus-per-rank 0: expected an integer from 1 to 64" -- "$EXE" info --ipus-per-rank 0
+# a size past 2^64 bytes (or below one byte) is an error, not the default
+expect 2 "--ipu-memory 17179869184G" "--ipu-memory 17179869184G: expected a size" -- "$EXE" "$M/model.onnx" --ipu-memory 17179869184G
+one_line "--ipu-memory 17179869184G"
+expect 2 "plan --ipu-memory 1e30" "--ipu-memory 1e30: expected a size" -- "$EXE" plan "$M/model.onnx" --ipu-memory 1e30
+expect 2 "--ipu-memory 0.5" "--ipu-memory 0.5: expected a size" -- "$EXE" "$M/model.onnx" --ipu-memory 0.5
 # settings (src/common/settings.c): info --config lists every one, bare, with
 # where its value comes from; docs/settings.md is generated from the table
 sed -n 's/^    IPU_SET_\([A-Z0-9_]*\),$/\1/p' "$top_srcdir/src/common/settings.h" >"$W/names"
