@@ -298,8 +298,10 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
 {
     ipu_split_problem_t q = *prob;
     size_t lo = prob->capacity, hi = 0, scratch = 0;
-    for (int v = 0; v < q.n_consts; v++)
-        hi += q.const_bytes[v] + q.act_bytes[v];
+    for (int v = 0; v < q.n_consts; v++) /* values, then the nodes' held copies */
+        hi += q.const_bytes[v];
+    for (int v = 0; v < q.n_acts; v++)
+        hi += q.act_bytes[v];
     for (int i = 0; i < q.n; i++)
         scratch = q.scratch_bytes[i] > scratch ? q.scratch_bytes[i] : scratch;
     hi += scratch;
