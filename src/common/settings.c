@@ -26,6 +26,10 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
     [IPU_SET_IPU_EXEC_ABORT_GRACE] = {"IPU_EXEC_ABORT_GRACE", IPU_SETTING_INT, "10", NULL, 0, 1000000000, 0, NULL,
                                       "seconds a rank that lost a peer waits for the launcher to end the job "
                                       "before it exits"},
+    [IPU_SET_IPU_EXEC_WINOGRAD] = {"IPU_EXEC_WINOGRAD", IPU_SETTING_BOOL, "1", NULL, 0, 0, 0, NULL,
+                                   "3x3 stride-1 convolutions run on oneDNN's Winograd kernels where the CPU has "
+                                   "them (fewer multiplications; results within --check's tolerances, not "
+                                   "bit-equal to direct); 0: direct convolution only"},
     [IPU_SET_GCL_LOG] = {"GCL_LOG", IPU_SETTING_CHOICE, "quiet", NULL, 0, 0, 0, CHOICES("quiet", "info", "debug"),
                          "libgcl's log on stderr: every collective (number, size, algorithm), splits, fallbacks"},
     [IPU_SET_GCL_DEBUG] = {"GCL_DEBUG", IPU_SETTING_BOOL, "0", NULL, 0, 0, 0, NULL,

@@ -1,33 +1,15 @@
-/* The oneDNN layer (onednn.h): engine, streams, memory descriptors,
- * primitives with user-mode scratchpads, reorders, execution and errors. */
-#include "exec/onednn.h"
+/* The oneDNN layer (onednn.h), its core: engine, streams, errors, memory
+ * descriptors, attributes, reorders, execution and weights. The makers of
+ * the primitives are in onednn_*.c, the CPU and thread queries in
+ * onednn_cpu.c; what they share is onednn_impl.h. */
+#include "exec/onednn_impl.h"
 
 #include "common/log.h"
 
-#include <dnnl.h>
 #include <dnnl_debug.h>
 #include <omp.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct ipu_dnn {
-    dnnl_primitive_t prim;
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
-    dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
-    dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
-    dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
-    size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
-    size_t src_bytes, dst_bytes; /* reordered activations after it */
-    int reorder_weights; /* the primitive's weights layout differs from ours */
-    int has_res;         /* a sum post-op adds the residual, copied into Y first */
-    int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
-    pthread_mutex_t mu; /* guards the weights copy */
-    void *wei;          /* weights in wei_md made at load, or NULL */
-    const void *wei_from; /* the address they were made from */
-};
 
 /* ---- engine, streams, errors ------------------------------------------ */
 
@@ -47,31 +29,28 @@ static void engine_init(void)
     pthread_key_create(&g_stream_key, stream_destroy);
 }
 
-static dnnl_engine_t engine(void)
+dnnl_engine_t dnn_engine(void)
 {
     pthread_once(&g_once, engine_init);
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
-static ipu_status_t dnn_error(const ipu_node_t *n, dnnl_status_t s, const char *what)
+dnnl_status_t dnn_engine_status(void)
+{
+    pthread_once(&g_once, engine_init);
+    return g_engine_status;
+}
+
+ipu_status_t dnn_error(const ipu_node_t *n, dnnl_status_t s, const char *what)
 {
     ipu_status_t st = s == dnnl_unimplemented ? IPU_ERR_UNSUPPORTED
                       : s == dnnl_out_of_memory ? IPU_ERR_NO_MEMORY : IPU_ERR_INTERNAL;
     return ipu_op_error(st, n, "oneDNN %s: %s", what, dnnl_status2str(s));
 }
 
-#define DNN_TRY(call, what)                     \
-    do {                                        \
-        dnnl_status_t s_ = (call);              \
-        if (s_ != dnnl_success) {               \
-            st = dnn_error(n, s_, what);        \
-            goto out;                           \
-        }                                       \
-    } while (0)
-
-static ipu_status_t stream(const ipu_node_t *n, dnnl_stream_t *out)
+ipu_status_t dnn_stream(const ipu_node_t *n, dnnl_stream_t *out)
 {
-    dnnl_engine_t e = engine();
+    dnnl_engine_t e = dnn_engine();
     if (e == NULL)
         return dnn_error(n, g_engine_status, "creating the CPU engine");
     dnnl_stream_t s = pthread_getspecific(g_stream_key);
@@ -96,7 +75,7 @@ void ipu_dnn_shape_dense(ipu_dnn_shape_t *s)
     }
 }
 
-static dnnl_status_t md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md)
+dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md)
 {
     dnnl_dims_t dims, strides;
     for (int i = 0; i < s->rank; i++) {
@@ -122,7 +101,7 @@ static dnnl_status_t append_act(dnnl_post_ops_t po, const ipu_dnn_act_t *a)
 
 /* attr with a user-mode scratchpad, output scale alpha, then the post-ops
  * sum (when sum != 0) and act. */
-static dnnl_status_t make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
+dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
                                dnnl_primitive_attr_t *out)
 {
     dnnl_primitive_attr_t attr = NULL;
@@ -150,12 +129,7 @@ static dnnl_status_t make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
     return s;
 }
 
-static size_t align64(size_t b)
-{
-    return (b + 63) / 64 * 64;
-}
-
-static void log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
+void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
 {
     const char *impl = NULL;
     if (ipu_log_level_current >= IPU_LOG_DEBUG &&
@@ -163,13 +137,13 @@ static void log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
         ipu_debug("node '%s' (%s): oneDNN %s", n->name, n->op_type, impl ? impl : "?");
 }
 
-static size_t pd_scratch(const_dnnl_primitive_desc_t pd)
+size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)
 {
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     return md ? dnnl_memory_desc_get_size(md) : 0;
 }
 
-static ipu_dnn_t *dnn_new(void)
+ipu_dnn_t *dnn_new(void)
 {
     ipu_dnn_t *p = calloc(1, sizeof(*p));
     if (p)
@@ -178,7 +152,7 @@ static ipu_dnn_t *dnn_new(void)
 }
 
 /* p->prim from pd; records the primitive's memory descriptors. */
-static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t pd)
+ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t pd)
 {
     ipu_status_t st = IPU_OK;
     const dnnl_memory_desc_t *md;
@@ -192,8 +166,8 @@ static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_des
         p->dst_md = *md;
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)))
         p->pad_md = *md;
-    p->pad_bytes = pd_scratch(pd);
-    log_impl(n, pd);
+    p->pad_bytes = dnn_pd_scratch(pd);
+    dnn_log_impl(n, pd);
     DNN_TRY(dnnl_primitive_create(&p->prim, pd), "creating the primitive");
 out:
     return st;
@@ -201,7 +175,7 @@ out:
 
 /* The end of a make: frees pd and attr; *out = p on success, else p is
  * freed. Returns st. */
-static ipu_status_t made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
+ipu_status_t dnn_made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
                          ipu_dnn_t *p, ipu_dnn_t **out)
 {
     dnnl_primitive_desc_destroy(pd);
@@ -213,49 +187,9 @@ static ipu_status_t made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primiti
     return st;
 }
 
-/* ---- matmul ------------------------------------------------------------- */
-
-ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out)
-{
-    ipu_status_t st = IPU_OK;
-    dnnl_memory_desc_t a, b, y, bias;
-    dnnl_matmul_desc_t desc;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    ipu_dnn_t *p = dnn_new();
-    *out = NULL;
-    if (p == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (engine() == NULL)
-        DNN_TRY(g_engine_status, "creating the CPU engine");
-    DNN_TRY(md_of(&d->a, &a), "describing A");
-    DNN_TRY(md_of(&d->b, &b), "describing B");
-    DNN_TRY(md_of(&d->y, &y), "describing Y");
-    if (d->has_bias)
-        DNN_TRY(md_of(&d->bias, &bias), "describing the bias");
-    DNN_TRY(dnnl_matmul_desc_init(&desc, &a, &b, d->has_bias ? &bias : NULL, &y),
-            "describing the matmul");
-    DNN_TRY(make_attr(d->alpha, d->sum, &d->act, &attr), "setting the attributes");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL),
-            "choosing a matmul implementation");
-    p->src_user = a;
-    p->wei_user = b;
-    p->dst_user = y;
-    st = finish(n, p, pd);
-out:
-    return made(st, pd, attr, p, out);
-}
-
-/* ---- convolution -------------------------------------------------------- */
-
-static const dnnl_format_tag_t act_tag[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
-static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
-static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw,
-                                              dnnl_goidhw};
-
 /* A reorder primitive from -> to with a user-mode scratchpad; *pad grows to
  * its scratchpad's size. */
-static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                   int user_pad, size_t *pad, dnnl_primitive_t *out)
 {
     dnnl_primitive_attr_t attr = NULL;
@@ -264,9 +198,9 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
     if (s == dnnl_success && user_pad)
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (s == dnnl_success)
-        s = dnnl_reorder_primitive_desc_create(&pd, from, g_engine, to, g_engine, attr);
+        s = dnnl_reorder_primitive_desc_create(&pd, from, dnn_engine(), to, dnn_engine(), attr);
     if (s == dnnl_success) {
-        size_t b = pd_scratch(pd);
+        size_t b = dnn_pd_scratch(pd);
         if (pad && b > *pad)
             *pad = b;
         s = dnnl_primitive_create(out, pd);
@@ -276,110 +210,23 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
     return s;
 }
 
-ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out)
-{
-    ipu_status_t st = IPU_OK;
-    const int nd = d->nd;
-    dnnl_memory_desc_t src, wei, bias, dst, src_any, wei_any, dst_any;
-    dnnl_dims_t sdims = {d->N, d->C}, ddims = {d->N, d->M}, wdims, bdims = {d->M};
-    dnnl_dims_t strides, dil, pl, pr;
-    dnnl_convolution_desc_t desc;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    ipu_dnn_t *p = NULL;
-    *out = NULL;
-    if (nd < 1 || nd > 3)
-        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
-    if ((p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (engine() == NULL)
-        DNN_TRY(g_engine_status, "creating the CPU engine");
-    int g = d->group > 1, wr = 0;
-    if (g)
-        wdims[wr++] = d->group;
-    wdims[wr++] = d->M / d->group;
-    wdims[wr++] = d->C / d->group;
-    for (int j = 0; j < nd; j++) {
-        sdims[2 + j] = d->in[j];
-        ddims[2 + j] = d->out[j];
-        wdims[wr++] = d->k[j];
-        strides[j] = d->s[j];
-        dil[j] = d->d[j] - 1;
-        pl[j] = d->pb[j];
-        pr[j] = d->pe[j];
-    }
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, act_tag[nd]), "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, act_tag[nd]), "describing Y");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&wei, wr, wdims, dnnl_f32, g ? gwei_tag[nd] : wei_tag[nd]),
-            "describing W");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
-            "describing W");
-    /* the activations in the layout the primitive prefers, reordered to and
-     * from ours inside the op unless ipu_dnn_set_chain() says otherwise:
-     * faster than the primitives that take plain NCHW (pointwise ones
-     * included, once chained) */
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
-            "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
-            "describing Y");
-    DNN_TRY(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference,
-                                                       dnnl_convolution_direct, &src_any, &wei_any,
-                                                       d->has_bias ? &bias : NULL, &dst_any,
-                                                       strides, dil, pl, pr),
-            "describing the convolution");
-    /* the residual: Y is filled with it before the run (a sum post-op) */
-    DNN_TRY(make_attr(1.0f, d->has_residual ? 1.0f : 0.0f, &d->act, &attr),
-            "setting the attributes");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL),
-            "choosing a convolution implementation");
-    p->has_res = d->has_residual;
-    p->src_user = src;
-    p->wei_user = wei;
-    p->dst_user = dst;
-    if ((st = finish(n, p, pd)) != IPU_OK)
-        goto out;
-    p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
-    if (!dnnl_memory_desc_equal(&p->src_md, &src)) {
-        DNN_TRY(make_reorder(&src, &p->src_md, 1, &p->pad_bytes, &p->src_in), "reordering X");
-        p->src_bytes = align64(dnnl_memory_desc_get_size(&p->src_md));
-    }
-    if (!dnnl_memory_desc_equal(&p->dst_md, &dst)) {
-        DNN_TRY(make_reorder(&p->dst_md, &dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
-        p->dst_bytes = align64(dnnl_memory_desc_get_size(&p->dst_md));
-        if (p->has_res)
-            DNN_TRY(make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
-                    "reordering the residual");
-    }
-    if (p->has_res) /* a copy of a residual already in the primitive's layout */
-        DNN_TRY(make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
-                "copying the residual");
-out:
-    return made(st, pd, attr, p, out);
-}
-
 /* ---- execution ---------------------------------------------------------- */
 
 size_t ipu_dnn_scratch(const ipu_dnn_t *p)
 {
-    return p ? align64(p->pad_bytes) + p->src_bytes + p->dst_bytes : 0;
+    return p ? dnn_align64(p->pad_bytes) + p->src_bytes + p->dst_bytes : 0;
 }
 
-typedef struct {
-    dnnl_exec_arg_t a[8];
-    int n;
-} args_t;
-
-static dnnl_status_t arg(args_t *args, int which, const dnnl_memory_desc_t *md, const void *data)
+dnnl_status_t dnn_arg(dnn_args_t *args, int which, const dnnl_memory_desc_t *md, const void *data)
 {
     dnnl_memory_t m;
-    dnnl_status_t s = dnnl_memory_create(&m, md, g_engine, (void *)data);
+    dnnl_status_t s = dnnl_memory_create(&m, md, dnn_engine(), (void *)data);
     if (s == dnnl_success)
         args->a[args->n++] = (dnnl_exec_arg_t){which, m};
     return s;
 }
 
-static void args_free(args_t *args)
+void dnn_args_free(dnn_args_t *args)
 {
     for (int i = 0; i < args->n; i++)
         dnnl_memory_destroy(args->a[i].memory);
@@ -387,34 +234,34 @@ static void args_free(args_t *args)
 }
 
 /* Execute prim on args (freed) and wait. */
-static dnnl_status_t exec(dnnl_primitive_t prim, dnnl_stream_t s, args_t *args)
+dnnl_status_t dnn_exec(dnnl_primitive_t prim, dnnl_stream_t s, dnn_args_t *args)
 {
     dnnl_status_t r = dnnl_primitive_execute(prim, s, args->n, args->a);
     if (r == dnnl_success)
         r = dnnl_stream_wait(s);
-    args_free(args);
+    dnn_args_free(args);
     return r;
 }
 
 /* A reorder of from (md_from) into to (md_to), scratchpad pad (or none). */
-static dnnl_status_t run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_memory_desc_t *mf,
+dnnl_status_t dnn_run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_memory_desc_t *mf,
                                  const void *from, const dnnl_memory_desc_t *mt, void *to, void *pad)
 {
-    args_t args = {.n = 0};
+    dnn_args_t args = {.n = 0};
     const dnnl_memory_desc_t *pmd = NULL;
     const_dnnl_primitive_desc_t pd;
-    dnnl_status_t e = arg(&args, DNNL_ARG_FROM, mf, from);
+    dnnl_status_t e = dnn_arg(&args, DNNL_ARG_FROM, mf, from);
     if (e == dnnl_success)
-        e = arg(&args, DNNL_ARG_TO, mt, to);
+        e = dnn_arg(&args, DNNL_ARG_TO, mt, to);
     if (e == dnnl_success && pad && dnnl_primitive_get_primitive_desc(r, &pd) == dnnl_success &&
         (pmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)) &&
         dnnl_memory_desc_get_size(pmd) > 0)
-        e = arg(&args, DNNL_ARG_SCRATCHPAD, pmd, pad);
+        e = dnn_arg(&args, DNNL_ARG_SCRATCHPAD, pmd, pad);
     if (e != dnnl_success) {
-        args_free(&args);
+        dnn_args_free(&args);
         return e;
     }
-    return exec(r, s, &args);
+    return dnn_exec(r, s, &args);
 }
 
 /* A new buffer holding w reordered into p->wei_md (*out, caller frees). */
@@ -423,12 +270,12 @@ static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stre
 {
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
-    void *buf = aligned_alloc(64, align64(dnnl_memory_desc_get_size(&p->wei_md)));
+    void *buf = aligned_alloc(64, dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)));
     *out = NULL;
     if (buf == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-    DNN_TRY(make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
-    DNN_TRY(run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
+    DNN_TRY(dnn_make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
+    DNN_TRY(dnn_run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
     *out = buf;
     buf = NULL;
 out:
@@ -446,7 +293,7 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
     if (p == NULL || !p->reorder_weights || w == NULL)
         return IPU_OK;
     pthread_mutex_lock(&p->mu);
-    if (p->wei_from != w && (st = stream(n, &s)) == IPU_OK) {
+    if (p->wei_from != w && (st = dnn_stream(n, &s)) == IPU_OK) {
         omp_set_num_threads(1);
         if ((st = reorder_weights(n, p, s, w, &buf)) == IPU_OK) {
             free(p->wei);
@@ -460,7 +307,7 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
 
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
 {
-    return p && p->reorder_weights ? align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
+    return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
 }
 
 /* The weights to run with: ours, the copy made at load, or (*tmp, freed by
@@ -492,21 +339,21 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
     dnnl_stream_t s = NULL;
     const void *w = NULL;
     void *tmp = NULL;
-    args_t args = {.n = 0};
+    dnn_args_t args = {.n = 0};
     if (ipu_dnn_scratch(p) > ctx->scratch_bytes)
         return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    if ((st = stream(n, &s)) != IPU_OK)
+    if ((st = dnn_stream(n, &s)) != IPU_OK)
         return st;
     int threads = ctx->threads > 0 ? ctx->threads : 1;
     if (omp_get_max_threads() != threads) /* set once by an IPU's worker */
         omp_set_num_threads(threads);
     if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
         return st;
-    uint8_t *pad = ctx->scratch, *xs = pad + align64(p->pad_bytes), *ys = xs + p->src_bytes;
+    uint8_t *pad = ctx->scratch, *xs = pad + dnn_align64(p->pad_bytes), *ys = xs + p->src_bytes;
     const void *x = src;
     void *y = dst;
     if (p->src_in && !p->chain_src) {
-        DNN_TRY(run_reorder(p->src_in, s, &p->src_user, src, &p->src_md, xs, pad), "reordering X");
+        DNN_TRY(dnn_run_reorder(p->src_in, s, &p->src_user, src, &p->src_md, xs, pad), "reordering X");
         x = xs;
     }
     if (p->dst_out && !p->chain_dst)
@@ -518,22 +365,22 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
             goto out;
         }
         if (res != y || !as_dst)
-            DNN_TRY(run_reorder(as_dst ? p->res_copy : p->res_in, s,
+            DNN_TRY(dnn_run_reorder(as_dst ? p->res_copy : p->res_in, s,
                                 as_dst ? &p->dst_md : &p->dst_user, res, &p->dst_md, y, pad),
                     "copying the residual");
     }
-    DNN_TRY(arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
-    DNN_TRY(arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
+    DNN_TRY(dnn_arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
+    DNN_TRY(dnn_arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
     if (bias)
-        DNN_TRY(arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
-    DNN_TRY(arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
+        DNN_TRY(dnn_arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
+    DNN_TRY(dnn_arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
     if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
-        DNN_TRY(arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
-    DNN_TRY(exec(p->prim, s, &args), "executing");
+        DNN_TRY(dnn_arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
+    DNN_TRY(dnn_exec(p->prim, s, &args), "executing");
     if (p->dst_out && !p->chain_dst)
-        DNN_TRY(run_reorder(p->dst_out, s, &p->dst_md, ys, &p->dst_user, dst, pad), "reordering Y");
+        DNN_TRY(dnn_run_reorder(p->dst_out, s, &p->dst_md, ys, &p->dst_user, dst, pad), "reordering Y");
 out:
-    args_free(&args);
+    dnn_args_free(&args);
     free(tmp);
     return st;
 }
@@ -557,42 +404,6 @@ void ipu_dnn_free(ipu_dnn_t *p)
     free(p);
 }
 
-/* "0,2" style list of the CPUs in set into buf. */
-static void cpu_list(const cpu_set_t *set, char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int c = 0; c < CPU_SETSIZE && off < len; c++)
-        if (CPU_ISSET(c, set))
-            off += (size_t)snprintf(buf + off, len - off, off ? ",%d" : "%d", c);
-}
-
-void ipu_dnn_bind_threads(int index, int threads)
-{
-    cpu_set_t mine;
-    int n = threads > 0 ? threads : 1;
-    omp_set_num_threads(n);
-    if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
-        return;
-    /* libgomp keeps this thread's team for its later parallel regions;
-     * threads it adds later inherit the worker's affinity */
-#pragma omp parallel num_threads(n)
-    {
-        cpu_set_t got;
-        if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
-            ipu_warn("IPU %d: cannot bind OpenMP thread %d to its worker's CPUs", index,
-                     omp_get_thread_num());
-        if (ipu_log_level_current >= IPU_LOG_DEBUG &&
-            sched_getaffinity(0, sizeof(got), &got) == 0) {
-            char l[256], w[256];
-            cpu_list(&got, l, sizeof(l));
-            cpu_list(&mine, w, sizeof(w));
-            ipu_debug("IPU %d: OpenMP thread %d of %d on CPUs %s, the worker's %s", index,
-                      omp_get_thread_num(), omp_get_num_threads(), l, w);
-        }
-    }
-}
-
 int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
 {
     if (a == NULL || b == NULL || a->dst_out == NULL ||
@@ -610,67 +421,4 @@ void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_b
     p->chain_src |= src_blocked;
     p->chain_dst |= dst_blocked;
     p->chain_res |= res_blocked;
-}
-
-/* ---- what runs ---------------------------------------------------------- */
-
-const char *ipu_dnn_isa(void)
-{
-    switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    case dnnl_cpu_isa_all: return "all";
-    default: return "unknown";
-    }
-}
-
-int ipu_dnn_isa_avx2(void)
-{
-    dnnl_cpu_isa_t i = dnnl_get_effective_cpu_isa();
-    /* the ISA values are bit masks: each includes the ones below it */
-    return i != dnnl_cpu_isa_all && (i & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
-}
-
-static char g_version[48];
-
-static void version_init(void)
-{
-    const dnnl_version_t *d = dnnl_version();
-    snprintf(g_version, sizeof(g_version), "oneDNN %d.%d.%d", d->major, d->minor, d->patch);
-}
-
-const char *ipu_dnn_version(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, version_init);
-    return g_version;
-}
-
-char *ipu_cpu_model(char *buf, size_t len)
-{
-    char line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(buf, len, "unknown");
-    while (f && fgets(line, sizeof(line), f)) {
-        char *c = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || c == NULL)
-            continue;
-        c++;
-        while (*c == ' ' || *c == '\t')
-            c++;
-        c[strcspn(c, "\n")] = '\0';
-        snprintf(buf, len, "%s", c);
-        break;
-    }
-    if (f)
-        fclose(f);
-    return buf;
 }

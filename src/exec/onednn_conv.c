@@ -1,0 +1,114 @@
+/* The oneDNN layer (onednn.h): convolutions. */
+#include "exec/onednn_impl.h"
+
+#include "common/settings.h"
+
+static const dnnl_format_tag_t act_tag[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
+static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
+static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw,
+                                              dnnl_goidhw};
+
+/* Whether to ask for Winograd first: a 2-D 3x3 kernel, stride 1, no
+ * dilation, no groups, unless IPU_EXEC_WINOGRAD=0. */
+static int winograd_candidate(const ipu_dnn_conv_desc_t *d)
+{
+    int on = 1;
+    ipu_setting_bool(IPU_SET_IPU_EXEC_WINOGRAD, &on);
+    if (!on || d->nd != 2 || d->group != 1)
+        return 0;
+    for (int j = 0; j < 2; j++)
+        if (d->k[j] != 3 || d->s[j] != 1 || d->d[j] != 1)
+            return 0;
+    return 1;
+}
+
+ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out)
+{
+    ipu_status_t st = IPU_OK;
+    const int nd = d->nd;
+    dnnl_memory_desc_t src, wei, bias, dst, src_any, wei_any, dst_any;
+    dnnl_dims_t sdims = {d->N, d->C}, ddims = {d->N, d->M}, wdims, bdims = {d->M};
+    dnnl_dims_t strides, dil, pl, pr;
+    dnnl_convolution_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    ipu_dnn_t *p = NULL;
+    *out = NULL;
+    if (nd < 1 || nd > 3)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
+    if ((p = dnn_new()) == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    if (dnn_engine() == NULL)
+        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    int g = d->group > 1, wr = 0;
+    if (g)
+        wdims[wr++] = d->group;
+    wdims[wr++] = d->M / d->group;
+    wdims[wr++] = d->C / d->group;
+    for (int j = 0; j < nd; j++) {
+        sdims[2 + j] = d->in[j];
+        ddims[2 + j] = d->out[j];
+        wdims[wr++] = d->k[j];
+        strides[j] = d->s[j];
+        dil[j] = d->d[j] - 1;
+        pl[j] = d->pb[j];
+        pr[j] = d->pe[j];
+    }
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, act_tag[nd]), "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, act_tag[nd]), "describing Y");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&wei, wr, wdims, dnnl_f32, g ? gwei_tag[nd] : wei_tag[nd]),
+            "describing W");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
+            "describing W");
+    /* the activations in the layout the primitive prefers, reordered to and
+     * from ours inside the op unless ipu_dnn_set_chain() says otherwise:
+     * faster than the primitives that take plain NCHW (pointwise ones
+     * included, once chained) */
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
+            "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
+            "describing Y");
+    /* the residual: Y is filled with it before the run (a sum post-op) */
+    DNN_TRY(dnn_make_attr(1.0f, d->has_residual ? 1.0f : 0.0f, &d->act, &attr),
+            "setting the attributes");
+    /* Winograd first where it may apply (oneDNN has it for 3x3 stride-1
+     * kernels on AVX-512 CPUs, with some post-ops), else direct: the choice
+     * depends only on the shapes, the attributes and the CPU's ISA, so
+     * every rank on the same ISA makes the same one */
+    for (int a = winograd_candidate(d) ? 0 : 1; a < 2 && pd == NULL; a++) {
+        DNN_TRY(dnnl_dilated_convolution_forward_desc_init(
+                    &desc, dnnl_forward_inference,
+                    a == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct, &src_any,
+                    &wei_any, d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
+                "describing the convolution");
+        dnnl_status_t s = dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL);
+        if (s != dnnl_success && (a == 1 || s != dnnl_unimplemented))
+            DNN_TRY(s, "choosing a convolution implementation");
+        if (s != dnnl_success)
+            pd = NULL;
+    }
+    p->has_res = d->has_residual;
+    p->src_user = src;
+    p->wei_user = wei;
+    p->dst_user = dst;
+    if ((st = dnn_finish(n, p, pd)) != IPU_OK)
+        goto out;
+    p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
+    if (!dnnl_memory_desc_equal(&p->src_md, &src)) {
+        DNN_TRY(dnn_make_reorder(&src, &p->src_md, 1, &p->pad_bytes, &p->src_in), "reordering X");
+        p->src_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->src_md));
+    }
+    if (!dnnl_memory_desc_equal(&p->dst_md, &dst)) {
+        DNN_TRY(dnn_make_reorder(&p->dst_md, &dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
+        p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
+        if (p->has_res)
+            DNN_TRY(dnn_make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
+                    "reordering the residual");
+    }
+    if (p->has_res) /* a copy of a residual already in the primitive's layout */
+        DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
+                "copying the residual");
+out:
+    return dnn_made(st, pd, attr, p, out);
+}

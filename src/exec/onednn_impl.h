@@ -1,0 +1,88 @@
+/* What the files of the oneDNN layer (onednn.c, onednn_*.c) share; private
+ * to them: nothing else includes <dnnl.h>. */
+#ifndef IPU_EXEC_ONEDNN_IMPL_H
+#define IPU_EXEC_ONEDNN_IMPL_H
+
+#include "exec/onednn.h"
+
+#include <dnnl.h>
+#include <pthread.h>
+
+struct ipu_dnn {
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
+    dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
+    dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
+    dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
+    size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
+    size_t src_bytes, dst_bytes; /* reordered activations after it */
+    int reorder_weights; /* the primitive's weights layout differs from ours */
+    int has_res;         /* a sum post-op adds the residual, copied into Y first */
+    int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
+    pthread_mutex_t mu; /* guards the weights copy */
+    void *wei;          /* weights in wei_md made at load, or NULL */
+    const void *wei_from; /* the address they were made from */
+};
+
+/* Set st from a failed oneDNN call (its message names node n and what was
+ * being done) and jump to the function's out: label. */
+#define DNN_TRY(call, what)                     \
+    do {                                        \
+        dnnl_status_t s_ = (call);              \
+        if (s_ != dnnl_success) {               \
+            st = dnn_error(n, s_, what);        \
+            goto out;                           \
+        }                                       \
+    } while (0)
+
+static inline size_t dnn_align64(size_t b)
+{
+    return (b + 63) / 64 * 64;
+}
+
+/* The process's CPU engine, made once (NULL when that failed:
+ * dnn_engine_status() says why). */
+dnnl_engine_t dnn_engine(void);
+dnnl_status_t dnn_engine_status(void);
+/* ipu_op_error() naming node n for oneDNN status s while doing what:
+ * IPU_ERR_UNSUPPORTED, IPU_ERR_NO_MEMORY or IPU_ERR_INTERNAL. */
+ipu_status_t dnn_error(const ipu_node_t *n, dnnl_status_t s, const char *what);
+/* The calling thread's stream (made on first use). */
+ipu_status_t dnn_stream(const ipu_node_t *n, dnnl_stream_t *out);
+/* A plain (strided) float32 descriptor of s. */
+dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md);
+/* Attributes: user-mode scratchpad, output scale alpha, then the post-ops
+ * sum (when sum != 0) and act (may be NULL). */
+dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
+                            dnnl_primitive_attr_t *out);
+/* At debug log level: "node 'X' (Op): oneDNN <implementation>". */
+void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
+/* Bytes of pd's scratchpad. */
+size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
+/* A zeroed ipu_dnn_t (NULL when out of memory). */
+ipu_dnn_t *dnn_new(void);
+/* p->prim from pd; records the primitive's memory descriptors. */
+ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t pd);
+/* The end of a maker: frees pd and attr; *out = p on success, else p is
+ * freed. Returns st. */
+ipu_status_t dnn_made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr,
+                      ipu_dnn_t *p, ipu_dnn_t **out);
+/* A reorder primitive from -> to, with a user-mode scratchpad when
+ * user_pad; *pad grows to its scratchpad's size. */
+dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                               int user_pad, size_t *pad, dnnl_primitive_t *out);
+
+/* The arguments of one execution: memory objects made over our buffers. */
+typedef struct {
+    dnnl_exec_arg_t a[12];
+    int n;
+} dnn_args_t;
+dnnl_status_t dnn_arg(dnn_args_t *args, int which, const dnnl_memory_desc_t *md, const void *data);
+void dnn_args_free(dnn_args_t *args);
+/* Execute prim on args (freed) and wait. */
+dnnl_status_t dnn_exec(dnnl_primitive_t prim, dnnl_stream_t s, dnn_args_t *args);
+/* Run reorder r from (md mf) into to (md mt), scratchpad pad (or none). */
+dnnl_status_t dnn_run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_memory_desc_t *mf,
+                              const void *from, const dnnl_memory_desc_t *mt, void *to, void *pad);
+
+#endif

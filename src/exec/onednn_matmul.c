@@ -1,0 +1,33 @@
+/* The oneDNN layer (onednn.h): MatMul and Gemm as oneDNN's matmul. */
+#include "exec/onednn_impl.h"
+
+ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out)
+{
+    ipu_status_t st = IPU_OK;
+    dnnl_memory_desc_t a, b, y, bias;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    ipu_dnn_t *p = dnn_new();
+    *out = NULL;
+    if (p == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    if (dnn_engine() == NULL)
+        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    DNN_TRY(dnn_md_of(&d->a, &a), "describing A");
+    DNN_TRY(dnn_md_of(&d->b, &b), "describing B");
+    DNN_TRY(dnn_md_of(&d->y, &y), "describing Y");
+    if (d->has_bias)
+        DNN_TRY(dnn_md_of(&d->bias, &bias), "describing the bias");
+    DNN_TRY(dnnl_matmul_desc_init(&desc, &a, &b, d->has_bias ? &bias : NULL, &y),
+            "describing the matmul");
+    DNN_TRY(dnn_make_attr(d->alpha, d->sum, &d->act, &attr), "setting the attributes");
+    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL),
+            "choosing a matmul implementation");
+    p->src_user = a;
+    p->wei_user = b;
+    p->dst_user = y;
+    st = dnn_finish(n, p, pd);
+out:
+    return dnn_made(st, pd, attr, p, out);
+}
