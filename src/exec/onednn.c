@@ -331,9 +331,11 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
     return st;
 }
 
-ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, const float *res, float *dst,
-                         const ipu_kernel_ctx_t *ctx)
+/* Run p: the operands of ipu_dnn_run() and the maker's further ones
+ * (extra[i] for p->extra_arg[i], NULL only when p has none). */
+static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
+                        const float *bias, const float *res, const void *const *extra, float *dst,
+                        const ipu_kernel_ctx_t *ctx)
 {
     ipu_status_t st;
     dnnl_stream_t s = NULL;
@@ -370,7 +372,10 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
                     "copying the residual");
     }
     DNN_TRY(dnn_arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
-    DNN_TRY(dnn_arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
+    if (w)
+        DNN_TRY(dnn_arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
+    for (int i = 0; i < p->n_extra; i++)
+        DNN_TRY(dnn_arg(&args, p->extra_arg[i], &p->extra_md[i], extra[i]), "binding an operand");
     if (bias)
         DNN_TRY(dnn_arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
     DNN_TRY(dnn_arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
@@ -382,6 +387,45 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
 out:
     dnn_args_free(&args);
     free(tmp);
+    return st;
+}
+
+ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
+                         const float *bias, const float *res, float *dst,
+                         const ipu_kernel_ctx_t *ctx)
+{
+    return run(n, p, src, weights, bias, res, NULL, dst, ctx);
+}
+
+ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
+                          const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx)
+{
+    return run(n, p, src, NULL, NULL, NULL, extra, dst, ctx);
+}
+
+void dnn_add_operand(ipu_dnn_t *p, int dnnl_arg, const dnnl_memory_desc_t *md)
+{
+    if (p->n_extra < DNN_MAX_EXTRA) {
+        p->extra_arg[p->n_extra] = dnnl_arg;
+        p->extra_md[p->n_extra++] = *md;
+    }
+}
+
+ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_desc_t *src,
+                          const dnnl_memory_desc_t *dst)
+{
+    ipu_status_t st = IPU_OK;
+    p->src_user = *src;
+    p->dst_user = *dst;
+    if (!dnnl_memory_desc_equal(&p->src_md, src)) {
+        DNN_TRY(dnn_make_reorder(src, &p->src_md, 1, &p->pad_bytes, &p->src_in), "reordering X");
+        p->src_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->src_md));
+    }
+    if (!dnnl_memory_desc_equal(&p->dst_md, dst)) {
+        DNN_TRY(dnn_make_reorder(&p->dst_md, dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
+        p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
+    }
+out:
     return st;
 }
 

@@ -99,6 +99,13 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
                          const float *bias, const float *res, float *dst,
                          const ipu_kernel_ctx_t *ctx);
 
+/* Run a primitive of one source and one destination (pooling, softmax,
+ * normalizations, LRN, deconvolution: their makers say which further
+ * operands they take, extra[i] in that order; NULL when none), src and dst
+ * in our layout unless chained, scratch and threads as ipu_dnn_run(). */
+ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
+                          const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx);
+
 void ipu_dnn_free(ipu_dnn_t *p);
 
 /* Called once by an IPU's worker thread, after it is pinned: its OpenMP

@@ -89,19 +89,13 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
             pd = NULL;
     }
     p->has_res = d->has_residual;
-    p->src_user = src;
     p->wei_user = wei;
-    p->dst_user = dst;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
     p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
-    if (!dnnl_memory_desc_equal(&p->src_md, &src)) {
-        DNN_TRY(dnn_make_reorder(&src, &p->src_md, 1, &p->pad_bytes, &p->src_in), "reordering X");
-        p->src_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->src_md));
-    }
-    if (!dnnl_memory_desc_equal(&p->dst_md, &dst)) {
-        DNN_TRY(dnn_make_reorder(&p->dst_md, &dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
-        p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
+    if ((st = dnn_plain_io(n, p, &src, &dst)) != IPU_OK)
+        goto out;
+    if (p->dst_out) {
         if (p->has_res)
             DNN_TRY(dnn_make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
                     "reordering the residual");

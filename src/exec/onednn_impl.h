@@ -8,6 +8,8 @@
 #include <dnnl.h>
 #include <pthread.h>
 
+enum { DNN_MAX_EXTRA = 6 };
+
 struct ipu_dnn {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
@@ -22,6 +24,9 @@ struct ipu_dnn {
     pthread_mutex_t mu; /* guards the weights copy */
     void *wei;          /* weights in wei_md made at load, or NULL */
     const void *wei_from; /* the address they were made from */
+    int n_extra; /* further operands of ipu_dnn_exec(), in the maker's order */
+    int extra_arg[DNN_MAX_EXTRA];
+    dnnl_memory_desc_t extra_md[DNN_MAX_EXTRA];
 };
 
 /* Set st from a failed oneDNN call (its message names node n and what was
@@ -71,6 +76,15 @@ ipu_status_t dnn_made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_
  * user_pad; *pad grows to its scratchpad's size. */
 dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                int user_pad, size_t *pad, dnnl_primitive_t *out);
+
+/* The maker's further operand of ipu_dnn_exec(): extra[p->n_extra] will
+ * be bound as dnnl_arg (DNNL_ARG_SCALE...) with md (at most DNN_MAX_EXTRA). */
+void dnn_add_operand(ipu_dnn_t *p, int dnnl_arg, const dnnl_memory_desc_t *md);
+/* After dnn_finish(): X and Y are src and dst in our layout; where the
+ * primitive's differ, reorders to and from them run inside the op, through
+ * the scratchpad region (p->src_bytes, p->dst_bytes). */
+ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_desc_t *src,
+                          const dnnl_memory_desc_t *dst);
 
 /* The arguments of one execution: memory objects made over our buffers. */
 typedef struct {
