@@ -41,10 +41,26 @@ const char *cli_rank_tag(int rank);
 /* Parse an integer >= lo (0 ok, -1 bad) / a size with K/M/G suffix. */
 int cli_parse_int(const char *s, int lo, int *out);
 int cli_parse_size(const char *s, size_t *out);
-/* Print "ipu-exec: <fmt with arg>; see ipu-exec --help" and return 2. Under
- * a launcher (usage errors come before MPI_Init) only rank 0 prints; the
- * others wait a moment for it and return 2 silently. */
+/* A usage error: record the message fmt with arg and return 2; bare, print
+ * it at once ("ipu-exec: MSG; see ipu-exec --help"); under a launcher main
+ * prints it after MPI_Init (cli_usage_print, or the start-up agreement). */
 int cli_usage_error(const char *fmt, const char *arg);
+/* The last usage error's message, and printing it as above. */
+const char *cli_usage_message(void);
+void cli_usage_print(void);
+
+/* The start-up agreement of a pipelined run (MPI_COMM_WORLD, after
+ * MPI_Init, before any other communication): every rank passes its status
+ * so far: IPU_OK, or its usage error (usage = 1; cli_usage_message()) or
+ * load / input error (ipu_error_message()). The ranks then compare a
+ * digest of each one's model file and the options that decide the run
+ * (cli/agree.c) with rank 0's. Returns IPU_OK to go on. Otherwise rank 0
+ * has printed the verdict in one line, naming the rank whose error it is
+ * (the lowest failing one), or the option or model files that differ:
+ * o->failed_together is set and the error's message is empty; or a rank
+ * did not report within --timeout: the error names it (every survivor
+ * prints it; no collective may follow). */
+ipu_status_t cli_agree_startup(cli_opts_t *o, int rank, ipu_status_t st, int usage);
 /* This process's rank from the launcher's environment (Open MPI's
  * OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK), or -1 when not launched so. */
 int cli_launcher_rank(void);

@@ -223,6 +223,19 @@ static ipu_status_t make_dir(const char *dir)
     return IPU_OK;
 }
 
+ipu_status_t cli_check_output_dir(const char *dir)
+{
+    struct stat sb;
+    ipu_status_t st = make_dir(dir);
+    if (st != IPU_OK)
+        return st;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ipu_error(IPU_ERR_IO, "--output-dir %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+    return IPU_OK;
+}
+
 ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,
                               const ipu_tensor_t *t)
 {

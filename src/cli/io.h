@@ -28,6 +28,9 @@ ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *
 ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
                               const ipu_tensor_t *ref, double rtol, double atol, double *max_abs);
 
+/* Make --output-dir DIR (mkdir -p) and check that it is a writable
+ * directory, before any work: IPU_ERR_IO naming it otherwise. */
+ipu_status_t cli_check_output_dir(const char *dir);
 /* Write output k of micro-batch mb as DIR/output_<k>.pb (one micro-batch)
  * or DIR/test_data_set_<mb>/output_<k>.pb (several). */
 ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,

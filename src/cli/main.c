@@ -29,10 +29,10 @@ int main(int argc, char **argv)
                     .transport = IPU_TRANSPORT_UCX, .timeout_s = 30, .bind = 1};
     ipu_session_opts_init(&o.sopts);
     int rc = cli_parse_options(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
     /* under mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE) join the job */
     int mpi = ipu_launcher().launched;
+    if (rc >= 0 && !(rc == 2 && mpi)) /* bare: a usage error is said already */
+        return rc;
     int rank = 0, size = 1;
     if (mpi) {
         MPI_Init(&argc, &argv);
@@ -41,7 +41,12 @@ int main(int argc, char **argv)
     }
     ipu_log_init(mpi ? rank : -1);
     ipu_status_t st;
-    if (size > 1 || o.replicas > 1 || o.ipus_per_rank > 1)
+    if (rc == 2 && size == 1) { /* a usage error under a launcher */
+        cli_usage_print();
+        st = ipu_error(IPU_ERR_INVALID_ARG, "%s", "");
+    } else if (rc == 2) { /* said with the other ranks' */
+        st = cli_agree_startup(&o, rank, IPU_ERR_INVALID_ARG, 1);
+    } else if (size > 1 || o.replicas > 1 || o.ipus_per_rank > 1)
         st = mpi ? cli_run_pipeline(&o, rank) : ipu_error(IPU_ERR_INVALID_ARG, "--replicas and "
                    "--ipus-per-rank need the pipeline: run under mpirun (mpirun -np N " CLI_PROG " ...)");
     else

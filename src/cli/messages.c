@@ -33,20 +33,27 @@ void cli_err_line(const char *fmt, ...)
     }
 }
 
+static char g_usage[2048];
+
 int cli_usage_error(const char *fmt, const char *arg)
 {
-    int rank = cli_launcher_rank();
-    if (rank > 0) {
-        /* every rank parsed the same command line: rank 0 says it. Give it
-         * time to: the launcher ends the job when the first rank exits, and
-         * could stop rank 0 before it printed */
-        sleep(2);
-        return 2;
-    }
-    char msg[2048];
-    snprintf(msg, sizeof(msg), fmt, arg);
-    cli_err_line(CLI_PROG ": %s; see " CLI_PROG " --help", msg);
+    snprintf(g_usage, sizeof(g_usage), fmt, arg);
+    /* under a launcher main says it after MPI_Init: in the start-up
+     * agreement when there are other ranks (a usage error of one rank is
+     * said by rank 0, with its rank), else itself */
+    if (!ipu_launcher().launched)
+        cli_usage_print();
     return 2;
+}
+
+const char *cli_usage_message(void)
+{
+    return g_usage;
+}
+
+void cli_usage_print(void)
+{
+    cli_err_line(CLI_PROG ": %s; see " CLI_PROG " --help", g_usage);
 }
 
 const char *cli_rank_tag(int rank)

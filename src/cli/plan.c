@@ -10,10 +10,14 @@
 #include "partition/partition.h"
 
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static void plan_usage(FILE *f)
 {
@@ -50,6 +54,41 @@ ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir)
     return st;
 }
 
+/* --write FILE checked before any work: not a directory, in a writable
+ * folder. Returns the exit code of a usage error, or -1 to go on. */
+static int check_write_dest(const char *write)
+{
+    char copy[4096];
+    struct stat sb;
+    if (stat(write, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return cli_usage_error("--write %s: is a directory; give a file name", write);
+    snprintf(copy, sizeof(copy), "%s", write);
+    const char *dir = dirname(copy);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return cli_usage_error("--write %s: its folder does not exist", write);
+    if (access(dir, W_OK | X_OK) != 0)
+        return cli_usage_error("--write %s: its folder is not writable", write);
+    return -1;
+}
+
+/* The written copy names the model's external data files by the same
+ * relative paths (graph/annotate.h): it must be written in the model's
+ * folder when it has any. */
+static ipu_status_t check_write_extdata(const ipu_graph_t *g, const char *model, const char *write)
+{
+    char copy[4096], a[PATH_MAX], b[PATH_MAX];
+    int external = g->n_maps > 0;
+    for (int i = 0; i < g->n_values && !external; i++)
+        external = g->values[i].data_kind == IPU_CONST_MAPPED;
+    snprintf(copy, sizeof(copy), "%s", write);
+    if (!external || !g->dir || !realpath(g->dir, a) || !realpath(dirname(copy), b) ||
+        strcmp(a, b) == 0)
+        return IPU_OK;
+    return ipu_error(IPU_ERR_INVALID_ARG, "--write %s: %s keeps weights in external data files "
+                     "that the copy names by relative paths; write it in the model's folder %s",
+                     write, model, a);
+}
+
 int cli_plan_main(int argc, char **argv)
 {
     enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE, O_MEASURE };
@@ -66,7 +105,7 @@ int cli_plan_main(int argc, char **argv)
     ipu_partition_params_t pp;
     ipu_partition_params_init(&pp);
     const char *inputs = NULL, *write = NULL;
-    int c, measure = 0;
+    int c, measure = 0, stages_set = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -74,6 +113,7 @@ int cli_plan_main(int argc, char **argv)
         case O_STAGES:
             if (cli_parse_int(optarg, 1, &pp.stages))
                 return cli_usage_error("--stages %s: expected a positive integer", optarg);
+            stages_set = 1;
             break;
         case O_K:
             if (cli_parse_int(optarg, 1, &pp.ipus_per_rank))
@@ -94,6 +134,19 @@ int cli_plan_main(int argc, char **argv)
     if (optind + 1 != argc)
         return cli_usage_error("%s", "plan takes one model (usage: ipu-exec plan MODEL.onnx [OPTIONS])");
     const char *model = argv[optind];
+    int rc = write ? check_write_dest(write) : -1;
+    if (rc >= 0)
+        return rc;
+    if (stages_set && pp.stages % pp.ipus_per_rank != 0) {
+        char msg[256];
+        int lo = pp.stages / pp.ipus_per_rank * pp.ipus_per_rank, hi = lo + pp.ipus_per_rank;
+        snprintf(msg, sizeof(msg), "--stages %d is not a multiple of --ipus-per-rank %d: a rank runs "
+                 "one stage on each of its IPUs; use --stages %d%s%d", pp.stages, pp.ipus_per_rank,
+                 lo > 0 ? lo : hi, lo > 0 ? " or " : "", lo > 0 ? hi : 0);
+        if (lo == 0) /* only the multiple above */
+            msg[strlen(msg) - 1] = '\0';
+        return cli_usage_error("%s", msg);
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     ipu_graph_t *g = NULL;
@@ -106,6 +159,8 @@ int cli_plan_main(int argc, char **argv)
     ipu_status_t st = ipu_model_load_deferred(model, &g);
     if (st == IPU_OK && (st = ipu_graph_bind_ops(g, ipu_op_lookup)) != IPU_OK)
         st = ipu_error_prefix(st, model);
+    if (st == IPU_OK && write)
+        st = check_write_extdata(g, model, write);
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs);
     if (st == IPU_OK && measure) { /* as pipeline/setup.c does before it partitions */
@@ -115,6 +170,11 @@ int cli_plan_main(int argc, char **argv)
         if (st == IPU_OK && (st = ipu_measure_nodes(g, node_ms)) == IPU_OK)
             pp.node_ms = node_ms;
     }
+    int annotated = st == IPU_OK ? ipu_partition_annotated_stages(g) : 0;
+    if (annotated > 0 && stages_set && annotated != pp.stages)
+        cli_err_line(CLI_PROG ": note: %s is annotated with %d pipeline stages (__pipeline_stage): "
+                     "the annotations win over --stages %d; plan the model without them to re-plan",
+                     model, annotated, pp.stages);
     if (st == IPU_OK)
         st = ipu_partition_make(g, &pp, &pt);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -195,7 +195,9 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     ipu_binding_t b;
     if (o->bind && ipu_binding_plan(0, 1, 1, &b) == IPU_OK)
         so.core = b.pu[0];
-    ipu_status_t st = ipu_session_open(o->model, &so, &s);
+    ipu_status_t st = o->output_dir ? cli_check_output_dir(o->output_dir) : IPU_OK;
+    if (st == IPU_OK)
+        st = ipu_session_open(o->model, &so, &s);
     if (st != IPU_OK)
         return st;
     ipu_graph_t *g = s->g;
@@ -304,12 +306,10 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
         st = check_micro_batch(o, g);
     if (st == IPU_OK)
         st = data_init(&d, o, g);
-    if (st != IPU_OK) { /* the same on every rank: say it once */
-        o->failed_together = 1;
-        if (rank != 0)
-            ipu_error(st, "%s", "");
+    if (st == IPU_OK && o->output_dir)
+        st = cli_check_output_dir(o->output_dir);
+    if ((st = cli_agree_startup(o, rank, st, 0)) != IPU_OK)
         goto out;
-    }
     ipu_pipeline_params_t pp;
     ipu_pipeline_params_init(&pp);
     pp.replicas = o->replicas;

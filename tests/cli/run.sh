@@ -7,7 +7,10 @@
 # info's CPU and oneDNN ISA (at least AVX2 where the CPU has it);
 # info's arguments; --ipu-memory past 2^64 bytes;
 # info --config and docs/settings.md, a warning for an invalid setting;
-# under mpirun: usage errors said once, --replicas without --batches.
+# plan: --stages against --ipus-per-rank, annotations against --stages,
+# --write and --output-dir checked before any work;
+# under mpirun: usage errors said once, --replicas without --batches, the
+# start-up agreement (one rank's error, different models or options).
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -68,6 +71,27 @@ expect 0 "--micro-batch 1 on a fixed batch of 1" "micro-batch of 1)" -- "$EXE" "
 expect 0 "plan --write 2 stages" "wrote $W/ann2.onnx" -- "$EXE" plan "$M/model.onnx" --stages 2 --write "$W/ann2.onnx"
 [ "$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/ann2.onnx" - stages | sort -u | tr '\n' ' ')" = "0 1 " ] &&
     ok "the written model is annotated 0..1" || fail "ann2.onnx is not annotated with stages 0 and 1"
+# plan: --stages must be a multiple of --ipus-per-rank; the annotations win
+# over --stages (said); --write checked before any work
+expect 2 "plan --stages 3 --ipus-per-rank 2" "--stages 3 is not a multiple of --ipus-per-rank 2: .* use --stages 2 or 4" -- "$EXE" plan "$M/model.onnx" --stages 3 --ipus-per-rank 2
+one_line "plan --stages 3 --ipus-per-rank 2"
+expect 0 "plan of an annotated model with another --stages: a note" "note: $W/ann2.onnx is annotated with 2 pipeline stages .* the annotations win over --stages 3" -- "$EXE" plan "$W/ann2.onnx" --stages 3
+expect 2 "plan --write to a directory" "--write $W: is a directory" -- "$EXE" plan "$M/model.onnx" --write "$W"
+expect 2 "plan --write into a missing folder" "--write $W/no/such.onnx: its folder does not exist" -- "$EXE" plan "$M/model.onnx" --write "$W/no/such.onnx"
+"$PYTHON_REF" - "$M/model.onnx" "$W/ext" <<'PY' || fail "making a model with external data"
+import os, sys, onnx
+m = onnx.load(sys.argv[1]); os.makedirs(sys.argv[2], exist_ok=True)
+onnx.save(m, os.path.join(sys.argv[2], "model.onnx"), save_as_external_data=True,
+          all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+PY
+expect 2 "plan --write of a model with external data elsewhere" "keeps weights in external data files .* write it in the model's folder" -- "$EXE" plan "$W/ext/model.onnx" --stages 2 --write "$W/ext2.onnx"
+[ -e "$W/ext2.onnx" ] && fail "the copy was written" || ok "nothing written"
+expect 0 "plan --write of a model with external data next to it" "wrote $W/ext/ann.onnx" -- "$EXE" plan "$W/ext/model.onnx" --stages 2 --write "$W/ext/ann.onnx"
+# --output-dir checked before the run
+echo x >"$W/afile"
+expect 2 "--output-dir a file" "--output-dir $W/afile: not a directory" -- "$EXE" "$M/model.onnx" --output-dir "$W/afile"
+one_line "--output-dir a file"
+grep -q latency "$W/out" && fail "--output-dir a file: the model ran first" || ok "--output-dir a file: nothing ran"
 expect 0 "annotated model on one rank: a note" "^ipu-exec: note: $W/ann2.onnx: its 2-stage pipeline annotations .* not used on a single rank.*mpirun -np 2" -- "$EXE" "$W/ann2.onnx" --inputs "$M/test_data_set_0" --check
 one_line "annotated model on one rank"
 grep -q "check: 1 output of 1 micro-batch ok" "$W/out" && ok "annotated model runs whole on one rank" || fail "annotated model on one rank: $(cat "$W/out")"
@@ -133,6 +157,19 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
         if [ "$rc" -eq 2 ] && [ "$n" -eq 1 ] && [ "$others" -eq 1 ]; then ok "mpirun -np 3 $opt: usage error once, unbroken"
         else fail "mpirun -np 3 $opt: exit $rc, the line $n times, $others lines naming ipu-exec"; cat "$W/out" "$W/err"; fi
     done
+    # the start-up agreement: one rank's own error, said by rank 0 within
+    # seconds (exit 2); models or options that differ between ranks, named
+    expect 2 "a missing model on rank 1" "^ipu-exec (rank 1): $W/missing.onnx: cannot open model" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$W/missing.onnx"
+    grep -q "lost rank\|did not finish" "$W/err" && fail "a missing model: $(cat "$W/err")" || ok "a missing model: no lost rank"
+    expect 2 "a usage error on rank 1" "^ipu-exec (rank 1): unknown option --bogus; see ipu-exec --help" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$M/model.onnx" --bogus
+    expect 2 "different models" "^ipu-exec (rank 1): the ranks run different models: rank 0 has $M/model.onnx .*, rank 1 has $F/model.onnx" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$F/model.onnx"
+    expect 2 "different --batches" "^ipu-exec (rank 1): the ranks disagree on --batches: rank 0 has 2, rank 1 has 3" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" --batches 2 : -np 1 "$EXE" "$M/model.onnx" --batches 3
+    expect 2 "mpirun -np 2 --output-dir a file" "--output-dir $W/afile: not a directory" -- mpi -np 2 "$EXE" "$M/model.onnx" --output-dir "$W/afile"
+    grep -q "lost rank" "$W/err" && fail "--output-dir a file: $(cat "$W/err")" || ok "--output-dir a file under mpirun: no lost rank"
+    # a model annotated with 3 stages on ranks of 2 IPUs: the advice runs
+    "$EXE" plan "$M/model.onnx" --stages 3 --write "$W/ann3.onnx" >/dev/null 2>&1 || fail "plan --stages 3 --write"
+    expect 2 "3 annotated stages, 2 IPUs per rank" "not a multiple of --ipus-per-rank 2 .*run with --ipus-per-rank 1 -np 3, or re-plan it with ipu-exec plan --stages 4 --ipus-per-rank 2" -- mpi -np 2 "$EXE" "$W/ann3.onnx" --ipus-per-rank 2
+    expect 0 "the advice runs" "manual partition: 3 stages" -- mpi -np 3 "$EXE" "$W/ann3.onnx" --ipus-per-rank 1
     # --check's default inputs through the pipeline, said once
     expect 0 "mpirun -np 2 --check finds test_data_set_0" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$M/model.onnx" --check
     [ "$(grep -c "^inputs: $M/test_data_set_0\$" "$W/out")" -eq 1 ] && ok "inputs line once" || fail "inputs line: $(cat "$W/out")"
