@@ -24,6 +24,19 @@ typedef struct ipu_window {
     int64_t out[3];    /* output sizes */
 } ipu_window_t;
 
+/* dst[0..want) = node n's ints attribute name, each >= min, or dflt
+ * everywhere when the node has none. Errors name the node
+ * (IPU_ERR_INVALID_MODEL): another count of values, a value below min. */
+ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
+                             int64_t dflt, int64_t *dst);
+
+typedef enum {
+    IPU_AUTO_PAD_NOTSET, IPU_AUTO_PAD_SAME_UPPER, IPU_AUTO_PAD_SAME_LOWER, IPU_AUTO_PAD_VALID,
+} ipu_auto_pad_t;
+/* Node n's auto_pad attribute (NOTSET when absent or empty); an unknown
+ * value: IPU_ERR_INVALID_MODEL naming the node. */
+ipu_status_t ipu_window_auto_pad(const ipu_node_t *n, ipu_auto_pad_t *mode);
+
 /* Fill w from node n's strides, dilations, pads and auto_pad attributes for
  * nd spatial dims of sizes in[nd] and the kernel k[nd]. ceil_mode rounds the
  * output size up as ONNX pools do (a window that would start in the end
