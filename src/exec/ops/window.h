@@ -1,7 +1,8 @@
 /* Sliding-window geometry shared by Conv and the pools (private to
  * exec/ops/): the ONNX attributes kernel_shape, strides, dilations, pads,
  * auto_pad and ceil_mode turned into output sizes, and the float loops that
- * walk a window over one channel plane (MAC, max, sum).
+ * walk a window over one channel plane (MAC, max, sum). ConvTranspose reads
+ * its attributes with the same readers (ipu_window_ints, _auto_pad).
  *
  * 1-, 2- and 3-D windows are handled as 3-D: the node's nd spatial dims are
  * right-aligned into dims 0..2 and the unused leading ones have size 1,
