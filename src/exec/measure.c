@@ -12,8 +12,8 @@
 
 static int is_dense(const ipu_node_t *n)
 {
-    return strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "Gemm") == 0 ||
-           strcmp(n->op_type, "MatMul") == 0;
+    return strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0 ||
+           strcmp(n->op_type, "Gemm") == 0 || strcmp(n->op_type, "MatMul") == 0;
 }
 
 /* A key naming what decides the node's speed: op, input shapes, attributes. */

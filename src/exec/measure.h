@@ -1,5 +1,5 @@
 /* Measured per-node cost for the partitioner: the GEMM-like nodes (Conv,
- * Gemm, MatMul) dominate run time and their speed depends on their shapes
+ * ConvTranspose, Gemm, MatMul) dominate run time and their speed depends on their shapes
  * far more than a FLOP count says (a 1x1 convolution on a 7x7 map runs at a
  * fraction of the rate of a 3x3 one on 56x56). Each distinct (op, shapes,
  * attributes) is run on this machine's kernels, with the real weights

@@ -12,7 +12,8 @@
  * statuses into ipu_status_t with a message naming the node.
  *
  * Tensors at this boundary are dense float32 in our layouts (row-major;
- * Conv activations NCHW-like, weights [M, C/group, kernel...]). */
+ * Conv activations NCHW-like, weights [M, C/group, kernel...], ConvTranspose's
+ * [C, M/group, kernel...]). */
 #ifndef IPU_EXEC_ONEDNN_H
 #define IPU_EXEC_ONEDNN_H
 
@@ -64,6 +65,32 @@ typedef struct ipu_dnn_conv_desc {
     ipu_dnn_act_t act;
 } ipu_dnn_conv_desc_t;
 
+/* Y = deconv(X, W) (+ bias): ConvTranspose-11 (Operators.md), the
+ * transpose of the convolution of the same geometry. X [N, C, in...], W
+ * [C, M/group, k...] (ONNX's layout: input channels first), bias [M], Y
+ * [N, M, out...] dense; nd spatial dims (1 to 3); s strides, d dilations
+ * (>= 1, as in ONNX); pb, pe the outputs cut from the full result at the
+ * beginning and the end, so out = s*(in-1) + (k-1)*d + 1 - pb - pe. pe may
+ * be negative (ONNX's output_padding, outputs past the last input's reach:
+ * bias only) down to 1 - s; pb >= 0. Run with ipu_dnn_run() (res NULL). */
+typedef struct ipu_dnn_deconv_desc {
+    int nd;
+    int64_t N, C, M, group;
+    int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
+    int has_bias;
+} ipu_dnn_deconv_desc_t;
+
+/* Y = X / (bias + alpha / size * square_sum)^beta, square_sum over the
+ * channels c-(size-1)/2 .. c+(size-1)/2 (clipped to [0, C)): LRN-13
+ * (Operators.md) for odd sizes (oneDNN's LRN across channels centres its
+ * window, which ONNX does not for even ones). X and Y [N, C, S] dense, S the
+ * product of the spatial dims. Run with ipu_dnn_exec() (no extra
+ * operands). */
+typedef struct ipu_dnn_lrn_desc {
+    int64_t N, C, S, size;
+    float alpha, beta, bias;
+} ipu_dnn_lrn_desc_t;
+
 /* One primitive made for a node, with what running it needs. */
 typedef struct ipu_dnn ipu_dnn_t;
 
@@ -73,6 +100,9 @@ typedef struct ipu_dnn ipu_dnn_t;
  * implementation chosen is logged with the node's name. */
 ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out);
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out);
+ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d, ipu_dnn_t **out);
+/* d->size must be odd (IPU_ERR_UNSUPPORTED otherwise). */
+ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_dnn_t **out);
 
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */

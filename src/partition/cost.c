@@ -37,6 +37,14 @@ static double dense_flops(const ipu_graph_t *g, const ipu_node_t *n)
             per *= (double)b->dims[d];
         return 2 * numel(y) * per;
     }
+    if (strcmp(n->op_type, "ConvTranspose") == 0 && b->rank >= 3) {
+        /* every input element: M/group * prod(kernel) multiply-adds (W is
+         * [C, M/group, k...]) */
+        double per = 1;
+        for (int d = 1; d < b->rank; d++)
+            per *= (double)b->dims[d];
+        return 2 * numel(a) * per;
+    }
     if (strcmp(n->op_type, "MatMul") == 0 || strcmp(n->op_type, "Gemm") == 0) {
         int64_t k = a->rank >= 1 ? a->dims[a->rank - 1] : 1;
         if (strcmp(n->op_type, "Gemm") == 0 && ipu_attr_int(n, "transA", 0) && a->rank == 2)

@@ -16,6 +16,8 @@ the activations of deep networks keep a sensible scale instead of decaying to
 ~0 (where every output would compare equal to every other).
 
 Vision models: torchvision (Debian's python3-torchvision), 3x224x224 input.
+Dense prediction: decoder_tiny, a small encoder-decoder written here
+(transposed convolutions, 3x64x64 input).
 Text models: a GPT-2 style decoder and a BERT style encoder written here,
 int64 token ids input; "tiny" configs for CI, "small" ones of GPT-2-small /
 BERT-base size (12 layers, dim 768).
@@ -184,6 +186,44 @@ def vision_model(name):
     return make
 
 
+class Decoder(nn.Module):
+    """A small encoder-decoder for dense prediction: strided convolutions
+    down, transposed convolutions up (stride 2 with output_padding, grouped,
+    dilated; 3-D over the stack of the features as a depth axis) with skip
+    connections, per-pixel class scores out."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        def block(cin, cout, stride):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+                                 nn.BatchNorm2d(cout), nn.ReLU())
+        self.down1, self.down2, self.down3 = block(3, 16, 2), block(16, 32, 2), block(32, 64, 2)
+        self.up3 = nn.ConvTranspose2d(64, 32, 3, 2, 1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(32, 16, 4, 2, 1, groups=4)
+        self.up1 = nn.ConvTranspose2d(16, 16, 3, 2, 2, output_padding=1, dilation=2)
+        self.depth = nn.ConvTranspose3d(1, 2, 3, 2, 1, output_padding=1)
+        self.head = nn.Conv2d(16 + 2 * 32, classes, 1)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        d2 = self.down2(d1)
+        d3 = self.down3(d2)
+        u2 = torch.relu(self.up3(d3)) + d2
+        u1 = torch.relu(self.up2(u2)) + d1
+        u0 = torch.relu(self.up1(u1))
+        # the 16 channels of u1 as a depth axis: [N, 1, 16, H, W] -> [N, 2, 32, 2H, 2W]
+        z = self.depth(u1.unsqueeze(1)).flatten(1, 2)
+        return self.head(torch.cat([u0, z], 1))
+
+
+def decoder_model():
+    def make(batch):
+        model = calibrate_batchnorm(Decoder(), torch.randn(max(batch, 8), 3, 64, 64))
+        x = torch.randn(batch, 3, 64, 64)
+        return model, (x,), ["input"], ["scores"]
+    return make
+
+
 VISION = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1",
           "densenet121", "efficientnet_b0", "vgg16"]
 
@@ -193,6 +233,7 @@ ZOO.update({
     "gpt2_small": text_model(GPT2, 128, vocab=50257, ctx=1024, layers=12, dim=768, heads=12),
     "bert_tiny": text_model(BERT, 32, vocab=1024, ctx=64, layers=4, dim=128, heads=4),
     "bert_small": text_model(BERT, 128, vocab=30522, ctx=512, layers=12, dim=768, heads=12),
+    "decoder_tiny": decoder_model(),
 })
 
 

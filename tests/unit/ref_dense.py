@@ -1,4 +1,5 @@
-"""Reference data for tests/unit/test_ops_dense.c (Conv, Gemm, MatMul, pools).
+"""Reference data for tests/unit/test_ops_dense.c (Conv, Gemm, MatMul, pools)
+and tests/unit/test_ops_convt_lrn.c (ConvTranspose, LRN).
 
 Usage: python3 ref_dense.py OUTDIR
 Writes OUTDIR/<case>.<slot>.bin (raw little-endian float32, or int64 for
@@ -195,3 +196,105 @@ save("global_max", in0=x, out0=x.max(axis=(2, 3), keepdims=True))
 x = rand(1, 3, 9, 7)  # planes of 63: the 8-wide loop and its tail
 save("global_avg_63", in0=x, out0=x.astype(np.float64).mean(axis=(2, 3), keepdims=True))
 save("global_max_63", in0=x, out0=x.max(axis=(2, 3), keepdims=True))
+
+
+# --- ConvTranspose -----------------------------------------------------------
+CONVT = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def convt_pads(ins, ks, ss, ds, ops, auto_pad, output_shape):
+    """ConvTranspose-11's pads [b..., e...] for auto_pad SAME_* or output_shape:
+    the total padding full - out split with floor(total / 2) at the beginning
+    for SAME_UPPER, at the end otherwise."""
+    b, e = [], []
+    for j, (i, k, s, d, o) in enumerate(zip(ins, ks, ss, ds, ops)):
+        full = s * (i - 1) + o + (k - 1) * d + 1
+        out = output_shape[j] if output_shape else i * s
+        total = full - out
+        small, big = total // 2, total - total // 2
+        b.append(small if auto_pad == "SAME_UPPER" else big)
+        e.append(big if auto_pad == "SAME_UPPER" else small)
+    return b + e
+
+
+def convt(case, xs, ws, bias=True, strides=None, dil=None, group=1, pads=None, op=None,
+          auto_pad=None, output_shape=None):
+    """ONNX ConvTranspose: W [C, M/group, k...] is PyTorch's layout too. Pads
+    PyTorch takes (symmetric, output_padding < stride) go to it as they are;
+    others crop (or extend with zeros, then the bias) its unpadded output."""
+    x, w = rand(*xs), rand(*ws)
+    m = ws[1] * group
+    b = rand(m) if bias else None
+    nd = len(xs) - 2
+    strides = strides or [1] * nd
+    dil = dil or [1] * nd
+    op = op or [0] * nd
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER") or output_shape:
+        pads = convt_pads(xs[2:], ws[2:], strides, dil, op, auto_pad, output_shape)
+    pads = pads or [0] * (2 * nd)
+    if pads[:nd] == pads[nd:] and all(o < max(s, d) for o, s, d in zip(op, strides, dil)):
+        y = CONVT[nd](t(x), t(w), None if b is None else t(b), stride=strides, padding=pads[:nd],
+                      output_padding=op, groups=group, dilation=dil).numpy()
+    else:
+        y = CONVT[nd](t(x), t(w), None, stride=strides, groups=group, dilation=dil).numpy()
+        y = np.pad(y, [(0, 0), (0, 0)] + [(0, o) for o in op])
+        grow = [(max(0, -pads[j]), max(0, -pads[j + nd])) for j in range(nd)]
+        y = np.pad(y, [(0, 0), (0, 0)] + grow)
+        y = y[(slice(None), slice(None)) + tuple(
+            slice(max(0, pads[j]), y.shape[2 + j] - max(0, pads[j + nd])) for j in range(nd))]
+        if b is not None:
+            y = y + b.reshape([1, m] + [1] * nd)
+    if b is None:
+        save(case, in0=x, in1=w, out0=y)
+    else:
+        save(case, in0=x, in1=w, in2=b, out0=y)
+
+
+convt("convt_pads_op", [1, 3, 5, 4], [3, 4, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], op=[1, 1])
+convt("convt_group_dil_asym", [2, 4, 5, 6], [4, 3, 3, 2], bias=False, strides=[1, 2], dil=[2, 1],
+      group=2, pads=[0, 1, 2, 0])
+convt("convt1d", [2, 3, 7], [3, 2, 4], strides=[3], pads=[1, 2], op=[2])
+convt("convt3d_depthwise", [1, 4, 3, 4, 3], [4, 1, 2, 3, 3], strides=[2, 1, 2], dil=[1, 2, 1],
+      group=4, pads=[1, 0, 1, 1, 1, 0], op=[1, 0, 1])
+convt("convt_same_upper", [1, 2, 4, 5], [2, 3, 3, 4], strides=[2, 3], auto_pad="SAME_UPPER")
+convt("convt_same_lower", [1, 2, 4, 5], [2, 3, 3, 4], strides=[2, 3], auto_pad="SAME_LOWER")
+convt("convt_valid", [1, 2, 3, 4], [2, 2, 2, 3], strides=[2, 1], auto_pad="VALID")
+# output_shape one past the full extent (end padding -1) and equal to it
+convt("convt_output_shape", [1, 2, 4, 4], [2, 2, 3, 3], strides=[2, 2], output_shape=[10, 9])
+# upsampling as decoders have it: blocked layouts, batch 2, group 2
+convt("convt_upsample", [2, 16, 7, 7], [16, 8, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], op=[1, 1],
+      group=2)
+
+
+# --- LRN ---------------------------------------------------------------------
+def lrn_onnx(x, size, alpha, beta, bias):
+    """LRN-13 as Operators.md writes it: channels c - floor((size-1)/2) ..
+    c + ceil((size-1)/2), in float64."""
+    x64 = x.astype(np.float64)
+    sq = np.zeros_like(x64)
+    c = x.shape[1]
+    for ch in range(c):
+        lo, hi = max(0, ch - (size - 1) // 2), min(c - 1, ch + -(-(size - 1) // 2))
+        sq[:, ch] = (x64[:, lo:hi + 1] ** 2).sum(axis=1)
+    return x64 / (bias + alpha / size * sq) ** beta
+
+
+def lrn(case, xs, size, alpha=0.0001, beta=0.75, bias=1.0):
+    """Odd sizes: PyTorch's LocalResponseNorm (its window is ONNX's then),
+    checked against the spec's formula; even sizes (PyTorch puts the extra
+    channel before c, ONNX after): the formula."""
+    x = rand(*xs) * 2
+    y = lrn_onnx(x, size, alpha, beta, bias)
+    if size % 2:
+        yt = torch.nn.LocalResponseNorm(size, alpha, beta, bias)(t(x)).numpy()
+        assert np.allclose(yt, y, rtol=1e-5, atol=1e-6), case
+        y = yt
+    save(case, in0=x, out0=y)
+
+
+lrn("lrn_size5", [2, 8, 4, 5], 5, alpha=0.5, beta=0.75, bias=1.5)
+lrn("lrn_size3_5d", [1, 6, 3, 4, 2], 3, alpha=0.2, beta=0.5, bias=2.0)
+lrn("lrn_size1_3d", [2, 7, 9], 1, alpha=0.3, beta=1.0, bias=1.0)
+lrn("lrn_size7_wide", [1, 4, 5, 5], 7, alpha=0.4, beta=0.6, bias=0.5)
+lrn("lrn_size2", [2, 5, 3, 4], 2, alpha=0.5, beta=0.75, bias=1.0)
+lrn("lrn_size4", [1, 9, 6, 5], 4, alpha=0.8, beta=0.9, bias=1.2)

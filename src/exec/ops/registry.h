@@ -15,7 +15,7 @@ const ipu_op_t *ipu_op_registry_entry(int i);
 
 #define IPU_OP_FAMILIES(X) \
     X(unary) X(binary) X(cast) X(softmax) X(norm) X(reduce) \
-    X(conv) X(gemm) X(pool) \
+    X(conv) X(conv_transpose) X(lrn) X(gemm) X(pool) \
     X(shape) X(transpose) X(concat_split) X(slice) X(gather) X(expand) X(constant) X(pad)
 
 #define IPU_OP_DECLARE_FAMILY(name) extern const ipu_op_t *const ipu_ops_##name[];

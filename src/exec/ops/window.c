@@ -6,8 +6,8 @@
 
 #include <string.h>
 
-static ipu_status_t read_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
-                              int64_t dflt, int64_t *dst)
+ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
+                             int64_t dflt, int64_t *dst)
 {
     size_t cnt;
     const int64_t *v = ipu_attr_ints(n, name, &cnt);
@@ -27,6 +27,23 @@ static ipu_status_t read_ints(const ipu_node_t *n, const char *name, size_t want
     return IPU_OK;
 }
 
+ipu_status_t ipu_window_auto_pad(const ipu_node_t *n, ipu_auto_pad_t *mode)
+{
+    const char *ap = ipu_attr_string(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0')
+        *mode = IPU_AUTO_PAD_NOTSET;
+    else if (strcmp(ap, "SAME_UPPER") == 0)
+        *mode = IPU_AUTO_PAD_SAME_UPPER;
+    else if (strcmp(ap, "SAME_LOWER") == 0)
+        *mode = IPU_AUTO_PAD_SAME_LOWER;
+    else if (strcmp(ap, "VALID") == 0)
+        *mode = IPU_AUTO_PAD_VALID;
+    else
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown auto_pad '%s' (NOTSET, "
+                            "SAME_UPPER, SAME_LOWER or VALID)", ap);
+    return IPU_OK;
+}
+
 ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, const int64_t *k,
                              int ceil_mode, ipu_window_t *w)
 {
@@ -35,22 +52,13 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
     if (nd < 1 || nd > IPU_WINDOW_MAX_DIMS)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dimensions (1 to 3 supported)",
                             nd);
-    if ((st = read_ints(n, "strides", (size_t)nd, 1, 1, s)) != IPU_OK ||
-        (st = read_ints(n, "dilations", (size_t)nd, 1, 1, d)) != IPU_OK ||
-        (st = read_ints(n, "pads", 2 * (size_t)nd, 0, 0, pads)) != IPU_OK)
+    if ((st = ipu_window_ints(n, "strides", (size_t)nd, 1, 1, s)) != IPU_OK ||
+        (st = ipu_window_ints(n, "dilations", (size_t)nd, 1, 1, d)) != IPU_OK ||
+        (st = ipu_window_ints(n, "pads", 2 * (size_t)nd, 0, 0, pads)) != IPU_OK)
         return st;
-    const char *ap = ipu_attr_string(n, "auto_pad", "NOTSET");
-    int mode; /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
-    if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0')
-        mode = 0;
-    else if (strcmp(ap, "SAME_UPPER") == 0)
-        mode = 1;
-    else if (strcmp(ap, "SAME_LOWER") == 0)
-        mode = 2;
-    else if (strcmp(ap, "VALID") == 0)
-        mode = 3;
-    else
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown auto_pad '%s'", ap);
+    ipu_auto_pad_t mode;
+    if ((st = ipu_window_auto_pad(n, &mode)) != IPU_OK)
+        return st;
 
     int off = IPU_WINDOW_MAX_DIMS - nd;
     w->nd = nd;
@@ -68,16 +76,16 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
         w->s[i] = s[j];
         w->d[i] = d[j];
         int64_t eff = (k[j] - 1) * d[j] + 1;
-        if (mode == 1 || mode == 2) {
+        if (mode == IPU_AUTO_PAD_SAME_UPPER || mode == IPU_AUTO_PAD_SAME_LOWER) {
             int64_t o = (in[j] + s[j] - 1) / s[j];
             int64_t total = (o - 1) * s[j] + eff - in[j];
             if (total < 0)
                 total = 0;
-            w->pb[i] = mode == 1 ? total / 2 : total - total / 2;
+            w->pb[i] = mode == IPU_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
             w->pe[i] = total - w->pb[i];
             w->out[i] = o;
         } else {
-            if (mode == 0) {
+            if (mode == IPU_AUTO_PAD_NOTSET) {
                 w->pb[i] = pads[j];
                 w->pe[i] = pads[j + nd];
             }

@@ -1,7 +1,8 @@
 /* Sliding-window geometry shared by Conv and the pools (private to
  * exec/ops/): the ONNX attributes kernel_shape, strides, dilations, pads,
  * auto_pad and ceil_mode turned into output sizes, and the float loops that
- * walk a window over one channel plane (MAC, max, sum).
+ * walk a window over one channel plane (MAC, max, sum). ConvTranspose reads
+ * its attributes with the same readers (ipu_window_ints, _auto_pad).
  *
  * 1-, 2- and 3-D windows are handled as 3-D: the node's nd spatial dims are
  * right-aligned into dims 0..2 and the unused leading ones have size 1,
@@ -23,6 +24,19 @@ typedef struct ipu_window {
     int64_t pe[3];     /* padding at the end */
     int64_t out[3];    /* output sizes */
 } ipu_window_t;
+
+/* dst[0..want) = node n's ints attribute name, each >= min, or dflt
+ * everywhere when the node has none. Errors name the node
+ * (IPU_ERR_INVALID_MODEL): another count of values, a value below min. */
+ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
+                             int64_t dflt, int64_t *dst);
+
+typedef enum {
+    IPU_AUTO_PAD_NOTSET, IPU_AUTO_PAD_SAME_UPPER, IPU_AUTO_PAD_SAME_LOWER, IPU_AUTO_PAD_VALID,
+} ipu_auto_pad_t;
+/* Node n's auto_pad attribute (NOTSET when absent or empty); an unknown
+ * value: IPU_ERR_INVALID_MODEL naming the node. */
+ipu_status_t ipu_window_auto_pad(const ipu_node_t *n, ipu_auto_pad_t *mode);
 
 /* Fill w from node n's strides, dilations, pads and auto_pad attributes for
  * nd spatial dims of sizes in[nd] and the kernel k[nd]. ceil_mode rounds the
