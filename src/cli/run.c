@@ -17,6 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+/* --profile: the slowest nodes listed after the op types */
+enum { PROFILE_NODES = 10 };
+
 typedef struct data {
     const cli_opts_t *o;
     const ipu_graph_t *g;
@@ -115,42 +118,6 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-typedef struct { const char *op; double ms; int count; } op_time_t;
-
-static int cmp_op_time(const void *a, const void *b)
-{
-    double x = ((const op_time_t *)a)->ms, y = ((const op_time_t *)b)->ms;
-    return (x < y) - (x > y);
-}
-
-/* Per op type: time per run and share of the total. */
-static void print_profile(const ipu_stage_t *st, int runs)
-{
-    const ipu_graph_t *g = st->g;
-    op_time_t *t = calloc((size_t)st->n_nodes + 1, sizeof(*t));
-    int nt = 0;
-    double total = 0;
-    if (t == NULL)
-        return;
-    for (int i = 0; i < st->n_nodes; i++) {
-        const ipu_node_t *n = &g->nodes[st->nodes[i]];
-        int k = 0;
-        while (k < nt && strcmp(t[k].op, n->op_type) != 0)
-            k++;
-        if (k == nt)
-            t[nt++].op = n->op_type;
-        t[k].ms += st->node_ms[i];
-        t[k].count++;
-        total += st->node_ms[i];
-    }
-    qsort(t, (size_t)nt, sizeof(*t), cmp_op_time);
-    printf("profile: %-24s %6s %10s %6s\n", "op", "nodes", "ms/run", "share");
-    for (int k = 0; k < nt; k++)
-        printf("profile: %-24s %6d %10.3f %5.1f%%\n", t[k].op, t[k].count, t[k].ms / runs,
-               total > 0 ? 100 * t[k].ms / total : 0);
-    free(t);
 }
 
 /* --micro-batch M sizes the symbolic batch dimension of synthetic inputs: a
@@ -254,8 +221,10 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     printf("throughput: %.1f samples/s (%.3f s for %d micro-batch%s of %lld)\n",
            loop_ms > 0 ? 1e3 * (double)o->batches * (double)batch / loop_ms : 0.0, loop_ms / 1e3,
            o->batches, o->batches == 1 ? "" : "es", (long long)batch);
-    if (s->stage.node_ms)
-        print_profile(&s->stage, o->batches + o->warmup);
+    char *prof = ipu_stage_profile_text(&s->stage, o->batches + o->warmup, NULL, PROFILE_NODES);
+    if (prof)
+        fputs(prof, stdout);
+    free(prof);
     st = check_summary(o, d.checked, d.mismatches, d.max_abs);
 out:
     data_free(&d);
@@ -318,6 +287,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     pp.warmup = o->warmup;
     pp.credits = o->credits;
     pp.threads = o->threads;
+    pp.profile = o->sopts.profile ? PROFILE_NODES : 0;
     pp.ipu_memory = o->sopts.ipu_memory;
     pp.transport.kind = o->transport;
     pp.transport.timeout_s = o->timeout_s;
@@ -356,6 +326,8 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
         ipu_partition_print(&plan, stdout);
         int64_t batch = g->n_inputs > 0 && g->values[g->inputs[0]].rank > 0 ? g->values[g->inputs[0]].dims[0] : 1;
         print_report(o, &rep, batch);
+        if (rep.profile)
+            fputs(rep.profile, stdout);
     }
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,5 +1,6 @@
 #include "exec/stage.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,90 @@ ipu_status_t ipu_stage_profile(ipu_stage_t *s)
     free(s->node_ms);
     s->node_ms = calloc((size_t)s->n_nodes + 1, sizeof(double));
     return s->node_ms ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+}
+
+typedef struct {
+    const char *op, *name;
+    double ms;
+    int count;
+} prof_row_t;
+
+static int cmp_row(const void *a, const void *b)
+{
+    double x = ((const prof_row_t *)a)->ms, y = ((const prof_row_t *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+/* Append a formatted line to *buf (size *cap, used *len); 0 when out of memory. */
+static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return 0;
+        if ((size_t)n < *cap - *len) {
+            *len += (size_t)n;
+            return 1;
+        }
+        char *nb = realloc(*buf, *cap * 2 + (size_t)n);
+        if (nb == NULL)
+            return 0;
+        *buf = nb;
+        *cap = *cap * 2 + (size_t)n;
+    }
+}
+
+char *ipu_stage_profile_text(const ipu_stage_t *s, int runs, const char *where, int top_nodes)
+{
+    if (s->node_ms == NULL || runs <= 0)
+        return NULL;
+    const ipu_graph_t *g = s->g;
+    prof_row_t *ops = calloc((size_t)s->n_nodes + 1, sizeof(*ops));
+    prof_row_t *nodes = calloc((size_t)s->n_nodes + 1, sizeof(*nodes));
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap), tag[160];
+    int nt = 0, ok = ops && nodes && buf;
+    double total = 0;
+    snprintf(tag, sizeof(tag), "profile%s%s%s: ", where ? " (" : "", where ? where : "", where ? ")" : "");
+    for (int i = 0; ok && i < s->n_nodes; i++) {
+        const ipu_node_t *n = &g->nodes[s->nodes[i]];
+        int k = 0;
+        while (k < nt && strcmp(ops[k].op, n->op_type) != 0)
+            k++;
+        if (k == nt)
+            ops[nt++].op = n->op_type;
+        ops[k].ms += s->node_ms[i];
+        ops[k].count++;
+        nodes[i] = (prof_row_t){.op = n->op_type, .name = n->name, .ms = s->node_ms[i]};
+        total += s->node_ms[i];
+    }
+    if (ok) {
+        buf[0] = '\0';
+        qsort(ops, (size_t)nt, sizeof(*ops), cmp_row);
+        qsort(nodes, (size_t)s->n_nodes, sizeof(*nodes), cmp_row);
+        ok = append(&buf, &len, &cap, "%s%-24s %6s %10s %6s\n", tag, "op", "nodes", "ms/run", "share");
+    }
+    for (int k = 0; ok && k < nt; k++)
+        ok = append(&buf, &len, &cap, "%s%-24s %6d %10.3f %5.1f%%\n", tag, ops[k].op, ops[k].count,
+                    ops[k].ms / runs, total > 0 ? 100 * ops[k].ms / total : 0);
+    if (ok && top_nodes > 0 && s->n_nodes > 0)
+        ok = append(&buf, &len, &cap, "%s%-40s %-18s %10s %6s\n", tag, "node", "op", "ms/run", "share");
+    for (int k = 0; ok && k < top_nodes && k < s->n_nodes; k++)
+        ok = append(&buf, &len, &cap, "%s%-40s %-18s %10.3f %5.1f%%\n", tag,
+                    nodes[k].name && nodes[k].name[0] ? nodes[k].name : "(unnamed)", nodes[k].op,
+                    nodes[k].ms / runs, total > 0 ? 100 * nodes[k].ms / total : 0);
+    free(ops);
+    free(nodes);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n)

@@ -47,6 +47,13 @@ ipu_status_t ipu_stage_build_of(const ipu_graph_t *g, const int *stage_of, int s
 void ipu_stage_free(ipu_stage_t *s);
 /* Start accumulating per-node run times in s->node_ms (zeroed). */
 ipu_status_t ipu_stage_profile(ipu_stage_t *s);
+/* The profile of a stage that ran runs times (> 0): one line per op type
+ * (nodes, ms per run, share of the stage's time), slowest first, then the
+ * top_nodes slowest nodes (name, op type, ms per run, share). Each line
+ * starts with "profile: ", or "profile (WHERE): " when where is not NULL.
+ * Returns a malloc'd string (the caller frees it), NULL when s has no
+ * profile or memory ran out. */
+char *ipu_stage_profile_text(const ipu_stage_t *s, int runs, const char *where, int top_nodes);
 
 /* Scratch bytes node n's kernel needs (its op's scratch()), 0 for none; a
  * stage holds the largest of its nodes'. */

@@ -38,6 +38,8 @@ typedef struct ipu_pipeline_params {
     int measure;              /* 1 (default): time the GEMM-like nodes (exec/measure.h) on
                                  rank 0 and partition with those times */
     int threads;              /* kernel threads per IPU */
+    int profile;              /* > 0: time every node; the report's profile
+                                 lists that many slowest nodes per stage */
     size_t ipu_memory;        /* bytes per IPU */
     ipu_transport_params_t transport;
     /* Fill ins[k] (dtype, shape, data: caller-owned, valid until the next
@@ -62,6 +64,9 @@ typedef struct ipu_pipeline_report {
     double *stage_ms;         /* [stages]: mean run time per micro-batch */
     double peak_rss_mib_max;  /* largest peak RSS over the ranks */
     double *rank_rss_mib;     /* [world] */
+    char *profile;            /* with params.profile: every stage's profile
+                                 (exec/stage.h), in rank order, lines tagged
+                                 "profile (rank R, stage S): "; else NULL */
     int setup_failed;         /* set on every rank when the run failed before
                                  any transfer (all ranks return an error) */
 } ipu_pipeline_report_t;

@@ -43,6 +43,49 @@ static void gather_busy(const pipe_t *pp, MPI_Comm comm, double **all)
     free(busy);
 }
 
+/* With --profile: every rank's stage profiles, concatenated in rank order
+ * on rank 0 (NULL elsewhere, or without a profile). Collective over comm. */
+static char *gather_profile(const pipe_t *pp, MPI_Comm comm)
+{
+    if (pp->p->profile <= 0)
+        return NULL;
+    char *mine = NULL, *all = NULL;
+    size_t len = 0;
+    for (int i = 0; i < pp->n_ls; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "rank %d, stage %d", pp->rank, pp->ls[i].s);
+        char *t = ipu_stage_profile_text(&pp->ls[i].stage, (int)pp->ls[i].total, where, pp->p->profile);
+        size_t n = t ? strlen(t) : 0;
+        char *m = n ? realloc(mine, len + n + 1) : mine;
+        if (m) {
+            memcpy(m + len, t, n);
+            len += n;
+            m[len] = '\0';
+            mine = m;
+        }
+        free(t);
+    }
+    int n = (int)len, *counts = NULL, *displs = NULL, total = 0;
+    if (pp->rank == 0) {
+        counts = calloc((size_t)pp->world, sizeof(int));
+        displs = calloc((size_t)pp->world, sizeof(int));
+    }
+    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
+    for (int r = 0; pp->rank == 0 && counts && displs && r < pp->world; r++) {
+        displs[r] = total;
+        total += counts[r];
+    }
+    if (pp->rank == 0)
+        all = malloc((size_t)total + 1);
+    MPI_Gatherv(mine ? mine : "", n, MPI_CHAR, all, counts, displs, MPI_CHAR, 0, comm);
+    if (all)
+        all[total] = '\0';
+    free(mine);
+    free(counts);
+    free(displs);
+    return all;
+}
+
 void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t *rep)
 {
     const ipu_pipeline_params_t *p = pp->p;
@@ -77,6 +120,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
     double rss = ru.ru_maxrss / 1024.0;
     double *rsses = pp->rank == 0 ? calloc((size_t)pp->world, sizeof(double)) : NULL;
     MPI_Gather(&rss, 1, MPI_DOUBLE, rsses, 1, MPI_DOUBLE, 0, comm);
+    char *prof = gather_profile(pp, comm);
     ipu_watchdog_disarm();
     if (pp->rank == 0 && starts && ends) {
         ipu_pipeline_report_t r = {.world = pp->world, .replicas = pp->R, .ranks_per_replica = pp->P,
@@ -91,6 +135,8 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
             r.stage_ms[s] = allbusy[pp->S + s] > 0 ? allbusy[s] * 1e3 / allbusy[pp->S + s] : 0;
         }
         r.rank_rss_mib = rsses;
+        r.profile = prof;
+        prof = NULL;
         r.setup_failed = 0;
         rsses = NULL;
         for (int i = 0; i < pp->world && r.rank_rss_mib; i++)
@@ -99,6 +145,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
         *rep = r;
     }
     free(allbusy);
+    free(prof);
     free(rsses);
     free(starts); free(ends); free(mine_s); free(mine_e);
 }
@@ -110,5 +157,6 @@ void ipu_pipeline_report_free(ipu_pipeline_report_t *r)
     free(r->stage_busy);
     free(r->stage_ms);
     free(r->rank_rss_mib);
+    free(r->profile);
     memset(r, 0, sizeof(*r));
 }

@@ -76,7 +76,8 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
         snprintf(where, sizeof where, "rank %d, stage %d", pp->rank, ls->s);
         ipu_prepare_params_t pr = {
             .node_stage = node_stage, .stage = ls->s, .where = where,
-            .flags = (ls->s == 0 ? IPU_STAGE_FIRST : 0) | (ls->s == pp->S - 1 ? IPU_STAGE_LAST : 0)};
+            .flags = (ls->s == 0 ? IPU_STAGE_FIRST : 0) | (ls->s == pp->S - 1 ? IPU_STAGE_LAST : 0),
+            .profile = p->profile > 0};
         if ((st = ipu_prepare_stage(pp->g, &pr, ls->dev, &ls->stage)) == IPU_OK)
             st = list_boundaries(pp, ls);
     }

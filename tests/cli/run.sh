@@ -48,6 +48,8 @@ expect 0 "output-dir" "latency" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data
 cp "$M/test_data_set_0/input_0.pb" "$W/o/"
 expect 0 "output-dir round trip" ": ok" -- "$EXE" "$M/model.onnx" --inputs "$W/o" --check --atol 0 --rtol 0
 expect 0 "profile" "profile: MatMul" -- "$EXE" "$M/model.onnx" --profile --batches 2
+grep -q "^profile: node  *op  *ms/run  *share" "$W/out" && grep -Eq "^profile: [^ ]+ +MatMul +[0-9.]+ +[0-9.]+%" "$W/out" &&
+    ok "profile lists the nodes" || fail "profile without nodes: $(cat "$W/out")"
 expect 2 "wrong input dtype" "expects float\[N,8\], got double\[3,8\]" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_dtype"
 one_line "wrong input dtype"
 expect 2 "wrong input shape" "got float\[3,9\]" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_shape"
@@ -170,6 +172,9 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     "$EXE" plan "$M/model.onnx" --stages 3 --write "$W/ann3.onnx" >/dev/null 2>&1 || fail "plan --stages 3 --write"
     expect 2 "3 annotated stages, 2 IPUs per rank" "not a multiple of --ipus-per-rank 2 .*run with --ipus-per-rank 1 -np 3, or re-plan it with ipu-exec plan --stages 4 --ipus-per-rank 2" -- mpi -np 2 "$EXE" "$W/ann3.onnx" --ipus-per-rank 2
     expect 0 "the advice runs" "manual partition: 3 stages" -- mpi -np 3 "$EXE" "$W/ann3.onnx" --ipus-per-rank 1
+    # --profile under mpirun: every rank's stage, op types and nodes
+    expect 0 "mpirun -np 2 --profile" "^profile (rank 1, stage 1): node " -- mpi -np 2 "$EXE" "$M/model.onnx" --profile --batches 2
+    grep -q "^profile (rank 0, stage 0): op " "$W/out" && ok "profile of rank 0's stage" || fail "no profile of rank 0: $(cat "$W/out")"
     # --check's default inputs through the pipeline, said once
     expect 0 "mpirun -np 2 --check finds test_data_set_0" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$M/model.onnx" --check
     [ "$(grep -c "^inputs: $M/test_data_set_0\$" "$W/out")" -eq 1 ] && ok "inputs line once" || fail "inputs line: $(cat "$W/out")"
