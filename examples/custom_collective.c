@@ -17,8 +17,7 @@
  * 4. A gradient-sized allreduce (4 MiB, in place) on registered memory from
  *    gcl_mem_alloc, which libgcl reads and writes directly on one host.
  * Rank 0 prints "custom_collective: ok"; any error exits non-zero. */
-#include <gcl/gcl.h>
-#include <mpi.h>
+#include <gcl/gcl_mpi.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,10 +116,9 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("libgcl %s (header %d, library %d)\n", gcl_version_string(), GCL_VERSION, gcl_version());
 
-    MPI_Comm mc = MPI_COMM_WORLD;
     gcl_init_params_t params = {.field_mask = GCL_INIT_FIELD_TIMEOUT, .timeout_s = 30};
     gcl_comm_t *world;
-    TRY(gcl_init_mpi(&mc, &params, &world));
+    TRY(gcl_init_mpi_comm(MPI_COMM_WORLD, &params, &world));
     int errors = run(world, "world");
 
     /* 3. in replica groups of two (or one), with an allreduce on the whole

@@ -3,8 +3,10 @@
  * context), its settings from the environment, one shared transport, the
  * host topology from the transport's host names, the world communicator. */
 #include "collectives/gcl_internal.h"
+#include "gcl/gcl_mpi.h"
 #include "common/settings.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +19,47 @@ static int read_env(gcl_ctx_t *ctx)
     ipu_setting_size(IPU_SET_GCL_SEGMENT_BYTES, &ctx->seg_bytes);
     ipu_setting_bool(IPU_SET_GCL_NO_SHM, &ctx->no_shm);
     return gcl_decision_init(ctx);
+}
+
+/* The world communicators not finalized yet: gcl_finalize() of anything
+ * else (a second call, a sub-communicator) is refused, not a crash. */
+static gcl_comm_t **g_worlds;
+static int g_n_worlds;
+static pthread_mutex_t g_worlds_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Add (add = 1) or remove world from the live ones; 0 when removing one
+ * that is not there (or adding without memory). */
+static int live_world(gcl_comm_t *world, int add)
+{
+    int found = 0;
+    pthread_mutex_lock(&g_worlds_mu);
+    if (add) {
+        gcl_comm_t **w = realloc(g_worlds, (size_t)(g_n_worlds + 1) * sizeof(*w));
+        if (w) {
+            g_worlds = w;
+            g_worlds[g_n_worlds++] = world;
+            found = 1;
+        }
+    } else {
+        for (int i = 0; i < g_n_worlds && !found; i++)
+            if (g_worlds[i] == world) {
+                g_worlds[i] = g_worlds[--g_n_worlds];
+                found = 1;
+            }
+    }
+    pthread_mutex_unlock(&g_worlds_mu);
+    return found;
+}
+
+static void ctx_free(gcl_ctx_t *ctx);
+
+/* The world communicator and its context. */
+static void destroy_world(gcl_comm_t *world)
+{
+    gcl_ctx_t *ctx = world->ctx;
+    world->is_world = 0;
+    gcl_comm_destroy(world);
+    ctx_free(ctx);
 }
 
 /* Hosts from the transport's names; GCL_TOPO_PPN=k (testing) pretends
@@ -95,7 +138,7 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     (void)params;
     st = gcl_comm_topology(c);
     if (st != GCL_OK) {
-        gcl_finalize(c);
+        destroy_world(c);
         return st;
     }
     /* GCL_YIELD_WHEN_IDLE=1 / 0 forces; by default waits yield on every
@@ -106,6 +149,10 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     gcl_comm_shm_eager(c);
     gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
             ctx->nhosts, ipu_transport_kind_name(ctx->tp));
+    if (!live_world(c, 1)) {
+        destroy_world(c);
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_init: out of memory");
+    }
     *world = c;
     return GCL_OK;
 }
@@ -137,10 +184,27 @@ static gcl_status_t ctx_new(const gcl_init_params_t *params, gcl_ctx_t **out, ip
     return GCL_OK;
 }
 
+/* Whether p is a predefined communicator itself rather than a pointer to
+ * one (Open MPI's MPI_Comm is a pointer, so gcl_init_mpi(MPI_COMM_WORLD,
+ * ...) compiles). */
+static int is_comm_value(const void *p)
+{
+#ifdef OMPI_MAJOR_VERSION
+    return p == (const void *)MPI_COMM_WORLD || p == (const void *)MPI_COMM_SELF;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
 gcl_status_t gcl_init_mpi(const void *mpi_comm, const gcl_init_params_t *params, gcl_comm_t **world)
 {
     if (mpi_comm == NULL || world == NULL)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_init_mpi: NULL communicator or output");
+    if (is_comm_value(mpi_comm))
+        return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_init_mpi: pass a pointer to the MPI_Comm "
+                             "(&comm), not the communicator; or call gcl_init_mpi_comm() of "
+                             "<gcl/gcl_mpi.h>");
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited)
@@ -156,6 +220,11 @@ gcl_status_t gcl_init_mpi(const void *mpi_comm, const gcl_init_params_t *params,
         return gcl_from_ipu(is, "init_mpi");
     }
     return init_common(ctx, params, world);
+}
+
+gcl_status_t gcl_init_mpi_comm(MPI_Comm comm, const gcl_init_params_t *params, gcl_comm_t **world)
+{
+    return gcl_init_mpi(&comm, params, world);
 }
 
 gcl_status_t gcl_init_oob(const gcl_oob_t *oob, const gcl_init_params_t *params, gcl_comm_t **world)
@@ -185,8 +254,10 @@ void gcl_finalize(gcl_comm_t *world)
 {
     if (world == NULL)
         return;
-    gcl_ctx_t *ctx = world->ctx;
-    world->is_world = 0;
-    gcl_comm_destroy(world);
-    ctx_free(ctx);
+    if (!live_world(world, 0)) {
+        gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_finalize: not a live world communicator "
+                      "(finalized already, or a sub-communicator: gcl_comm_destroy it)");
+        return;
+    }
+    destroy_world(world);
 }

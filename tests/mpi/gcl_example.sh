@@ -35,9 +35,10 @@ libdir=$($PKG --variable=libdir gcl)
 [ -f "$incdir/gcl/gcl.h" ] && ok "gcl/gcl.h installed" || fail "no $incdir/gcl/gcl.h"
 [ -e "$libdir/libgcl.so" ] && ok "libgcl.so installed" || fail "no $libdir/libgcl.so"
 [ "$($PKG --modversion gcl)" = "$(sed -n 's/^Version: //p' "$top_builddir/gcl.pc")" ] || fail "pkg-config --modversion gcl"
-# only the public header is installed in include/gcl
-extra=$(find "$incdir/gcl" -type f ! -name gcl.h)
-[ -z "$extra" ] || fail "headers other than gcl.h installed: $extra"
+# only the public headers are installed in include/gcl
+extra=$(find "$incdir/gcl" -type f ! -name gcl.h ! -name gcl_mpi.h)
+[ -z "$extra" ] || fail "headers other than gcl.h and gcl_mpi.h installed: $extra"
+[ -f "$incdir/gcl/gcl_mpi.h" ] && ok "gcl/gcl_mpi.h installed" || fail "gcl/gcl_mpi.h not installed"
 
 mkdir -p "$tmp/ex1" "$tmp/ex2"
 cp "$top_srcdir/examples/custom_collective.c" "$top_srcdir/examples/Makefile" "$tmp/ex2/"
