@@ -309,6 +309,43 @@ static void settle_all(ipu_transport_t *t)
             settle(t, p, t->ep_err[p]);
 }
 
+/* Receive and drop the messages that arrived but were never received (a
+ * ping or a notice a peer sent as the job ended): UCX warns about every one
+ * still queued when the worker is destroyed. Bounded: a rendezvous message
+ * whose sender is gone may never complete, and is cancelled. */
+static void drain_unexpected(ipu_transport_t *t)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int n = 0; n < 4096; n++) {
+        ucp_tag_recv_info_t info;
+        while (ucp_worker_progress(t->worker) != 0)
+            ;
+        ucp_tag_message_h m = ucp_tag_probe_nb(t->worker, 0, 0, 1, &info);
+        if (m == NULL)
+            return;
+        void *buf = malloc(info.length ? info.length : 1);
+        if (buf == NULL)
+            return;
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                                  .datatype = ucp_dt_make_contig(1)};
+        void *r = ucp_tag_msg_recv_nbx(t->worker, buf, info.length, m, &rp);
+        int cancelled = 0;
+        for (unsigned spin = 0; UCS_PTR_IS_PTR(r) && ucp_request_check_status(r) == UCS_INPROGRESS;
+             spin++) {
+            if ((spin & 255) == 255 && elapsed_s(&t0) > RESET_WAIT_S) {
+                if (cancelled++) /* still in flight: UCX may write buf yet; keep it */
+                    return;
+                ucp_request_cancel(t->worker, r);
+            }
+            ucp_worker_progress(t->worker);
+        }
+        if (UCS_PTR_IS_PTR(r))
+            ucp_request_free(r);
+        free(buf);
+    }
+}
+
 static void ucx_close(ipu_transport_t *t)
 {
     if (t->eps) {
@@ -320,8 +357,10 @@ static void ucx_close(ipu_transport_t *t)
     free(t->peer_reset);
     free(t->refs);
     free(t->addrs);
-    if (t->worker)
+    if (t->worker) {
+        drain_unexpected(t);
         ucp_worker_destroy(t->worker);
+    }
     if (t->ctx)
         ucp_cleanup(t->ctx);
 }

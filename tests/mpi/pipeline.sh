@@ -2,8 +2,8 @@
 # The pipeline under mpirun: a CNN and both transformers, run on 1, 2, 3, 4,
 # 5 and 8 ranks (oversubscribed), with 1 and 2 replicas and 1 and 2 IPUs per
 # rank, must give outputs byte-identical to the single-rank run of the same
-# micro-batches (same kernels, same order); and --check against PyTorch's
-# reference passes through the pipeline.
+# micro-batches (same kernels, same order), with no UCX warning; and --check
+# against PyTorch's reference passes through the pipeline.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
@@ -26,6 +26,9 @@ for m in op13/resnet18 op13/gpt2_tiny op17/bert_tiny; do
             fail "$m -np $np $opts: exit status"; echo "$OUT" | tail -5
         elif ! diff -r "$W/ref" "$W/out" >/dev/null; then
             fail "$m -np $np $opts: outputs differ from the single-rank run"
+        elif echo "$OUT" | grep -q "UCX  *WARN"; then
+            # a run that succeeded leaves nothing for UCX to warn about
+            fail "$m -np $np $opts: UCX warned"; echo "$OUT" | grep "UCX  *WARN" | head -3
         else
             ok "$m -np $np $opts: identical to one rank"
         fi
