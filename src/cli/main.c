@@ -33,6 +33,10 @@ int main(int argc, char **argv)
     int mpi = ipu_launcher().launched;
     if (rc >= 0 && !(rc == 2 && mpi)) /* bare: a usage error is said already */
         return rc;
+    /* the pipeline (--ipus-per-rank, --replicas) runs bare as under mpirun
+     * -np 1: MPI's singleton start */
+    if (!mpi && (o.replicas > 1 || o.ipus_per_rank > 1))
+        mpi = 1;
     int rank = 0, size = 1;
     if (mpi) {
         MPI_Init(&argc, &argv);
@@ -47,8 +51,7 @@ int main(int argc, char **argv)
     } else if (rc == 2) { /* said with the other ranks' */
         st = cli_agree_startup(&o, rank, IPU_ERR_INVALID_ARG, 1);
     } else if (size > 1 || o.replicas > 1 || o.ipus_per_rank > 1)
-        st = mpi ? cli_run_pipeline(&o, rank) : ipu_error(IPU_ERR_INVALID_ARG, "--replicas and "
-                   "--ipus-per-rank need the pipeline: run under mpirun (mpirun -np N " CLI_PROG " ...)");
+        st = cli_run_pipeline(&o, rank);
     else
         st = cli_run_single(&o);
     if (st != IPU_OK && ipu_error_message()[0]) /* empty: another rank says it */

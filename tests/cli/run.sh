@@ -89,6 +89,9 @@ PY
 expect 2 "plan --write of a model with external data elsewhere" "keeps weights in external data files .* write it in the model's folder" -- "$EXE" plan "$W/ext/model.onnx" --stages 2 --write "$W/ext2.onnx"
 [ -e "$W/ext2.onnx" ] && fail "the copy was written" || ok "nothing written"
 expect 0 "plan --write of a model with external data next to it" "wrote $W/ext/ann.onnx" -- "$EXE" plan "$W/ext/model.onnx" --stages 2 --write "$W/ext/ann.onnx"
+# the pipeline runs bare as under mpirun -np 1 (MPI's singleton start)
+expect 0 "bare --ipus-per-rank 2" "^pipeline: 1 rank = 1 replica x 1 rank, 2 stages, 2 micro-batches of 3" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check --ipus-per-rank 2 --batches 2
+grep -q "^check: 2 outputs of 2 micro-batches ok" "$W/out" && ok "bare --ipus-per-rank 2 checks both micro-batches" || fail "bare --ipus-per-rank 2: $(cat "$W/out")"
 # --output-dir checked before the run
 echo x >"$W/afile"
 expect 2 "--output-dir a file" "--output-dir $W/afile: not a directory" -- "$EXE" "$M/model.onnx" --output-dir "$W/afile"
