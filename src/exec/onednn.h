@@ -76,29 +76,18 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
 
 /* Softmax-13 / LogSoftmax-13 (log) of a dense float tensor viewed as
  * [outer, len, inner], along len (the opset < 13 operators' 2-D view is
- * inner 1). Runs with ipu_dnn_exec(), no further operands. */
+ * inner 1). Runs with ipu_dnn_exec(), no further operands.
+ * IPU_ERR_UNSUPPORTED, without a message, where oneDNN has only its
+ * scalar reference implementation (inner > 1): the caller runs its own. */
 ipu_status_t ipu_dnn_softmax(const ipu_node_t *n, int64_t outer, int64_t len, int64_t inner,
                              int log, ipu_dnn_t **out);
 
-/* BatchNormalization-15 in inference mode, y = (x - mean) / sqrt(var +
- * eps) * scale + shift per channel, then relu when asked: X and Y dense
- * [N, C, S] (S the product of the spatial dims). Further operands of
- * ipu_dnn_exec(), [C] floats each: mean, var, scale, shift. */
-ipu_status_t ipu_dnn_batchnorm(const ipu_node_t *n, int64_t N, int64_t C, int64_t S, float eps,
-                               int relu, ipu_dnn_t **out);
-
-/* Statistics of the rows of a dense float tensor viewed as [rows, len]
- * then per-row or per-column scale and shift:
- * - IPU_DNN_NORM_ROWS_COLS (LayerNormalization-17: the row's own mean and
- *   variance, scale and shift per column, [len] each): further operands
- *   scale, shift, mean (out, [rows]), var (out, [rows]);
- * - IPU_DNN_NORM_ROWS_ROWS (InstanceNormalization-6 with rows = N * C, len
- *   the spatial size: scale and shift per row, [rows] each): the same
- *   operands in the same order.
- * var receives the biased variance (InvStdDev is 1 / sqrt(var + eps)). */
-typedef enum { IPU_DNN_NORM_ROWS_COLS, IPU_DNN_NORM_ROWS_ROWS } ipu_dnn_norm_kind_t;
-ipu_status_t ipu_dnn_rownorm(const ipu_node_t *n, ipu_dnn_norm_kind_t kind, int64_t rows,
-                             int64_t len, float eps, ipu_dnn_t **out);
+/* LayerNormalization-17 of a dense float tensor viewed as [rows, len]:
+ * each row's mean and (biased) variance, then scale and shift per column.
+ * Further operands of ipu_dnn_exec(): scale [len], shift [len], mean (out,
+ * [rows]), var (out, [rows]; InvStdDev is 1 / sqrt(var + eps)). */
+ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
+                               ipu_dnn_t **out);
 
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */

@@ -1,6 +1,8 @@
-/* The oneDNN layer (onednn.h): softmax and the normalisations, primitives
+/* The oneDNN layer (onednn.h): softmax and layer normalization, primitives
  * of one source and one destination run by ipu_dnn_exec(). */
 #include "exec/onednn_impl.h"
+
+#include <string.h>
 
 /* A dense float32 descriptor of dims (rank 1 to DNNL_MAX_NDIMS). */
 static dnnl_status_t dense_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
@@ -13,14 +15,19 @@ static dnnl_status_t dense_md(dnnl_memory_desc_t *md, int rank, const int64_t *d
 }
 
 /* The common part of the makers: pd from desc, the primitive, X and Y in
- * our layout (data). */
+ * our layout (data). IPU_ERR_UNSUPPORTED (no message) when no_ref and
+ * oneDNN has only its reference implementation, a scalar loop. */
 static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, const void *desc,
                            const dnnl_memory_desc_t *data, dnnl_primitive_attr_t attr,
-                           dnnl_primitive_desc_t *pd)
+                           int no_ref, dnnl_primitive_desc_t *pd)
 {
     ipu_status_t st = IPU_OK;
+    const char *impl = NULL;
     DNN_TRY(dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL),
             "choosing an implementation");
+    if (no_ref && dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) ==
+                      dnnl_success && impl && strncmp(impl, "ref", 3) == 0)
+        return IPU_ERR_UNSUPPORTED;
     if ((st = dnn_finish(n, p, *pd)) == IPU_OK)
         st = dnn_plain_io(n, p, data, data);
 out:
@@ -60,79 +67,32 @@ ipu_status_t ipu_dnn_softmax(const ipu_node_t *n, int64_t outer, int64_t len, in
                                               log ? dnnl_softmax_log : dnnl_softmax_accurate, &md,
                                               &md, 1),
             "describing the softmax");
-    st = finish(n, p, &desc, &md, attr, &pd);
+    st = finish(n, p, &desc, &md, attr, 1, &pd);
 out:
     return dnn_made(st, pd, attr, p, out);
 }
 
-ipu_status_t ipu_dnn_batchnorm(const ipu_node_t *n, int64_t N, int64_t C, int64_t S, float eps,
-                               int relu, ipu_dnn_t **out)
+ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
+                               ipu_dnn_t **out)
 {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_batch_normalization_desc_t desc;
-    dnnl_memory_desc_t md, cmd;
-    ipu_dnn_t *p = NULL;
-    *out = NULL;
-    ipu_status_t st = start(n, &p, &attr);
-    if (st != IPU_OK)
-        goto out;
-    /* 4-D: oneDNN's plain-layout kernel takes NCHW (not NC or NCW) */
-    const int64_t dims[4] = {N, C, S, 1};
-    DNN_TRY(dense_md(&md, 4, dims), "describing X");
-    DNN_TRY(dense_md(&cmd, 1, &C), "describing the channel operands");
-    DNN_TRY(dnnl_batch_normalization_forward_desc_init(
-                &desc, dnnl_forward_inference, &md, eps,
-                dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift |
-                    (relu ? dnnl_fuse_norm_relu : 0)),
-            "describing the batch normalization");
-    if ((st = finish(n, p, &desc, &md, attr, &pd)) != IPU_OK)
-        goto out;
-    dnn_add_operand(p, DNNL_ARG_MEAN, &cmd);
-    dnn_add_operand(p, DNNL_ARG_VARIANCE, &cmd);
-    dnn_add_operand(p, DNNL_ARG_SCALE, &cmd);
-    dnn_add_operand(p, DNNL_ARG_SHIFT, &cmd);
-out:
-    return dnn_made(st, pd, attr, p, out);
-}
-
-ipu_status_t ipu_dnn_rownorm(const ipu_node_t *n, ipu_dnn_norm_kind_t kind, int64_t rows,
-                             int64_t len, float eps, ipu_dnn_t **out)
-{
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    union {
-        dnnl_batch_normalization_desc_t b;
-        dnnl_layer_normalization_desc_t l;
-    } desc;
+    dnnl_layer_normalization_desc_t desc;
     dnnl_memory_desc_t md, smd, pmd;
     ipu_dnn_t *p = NULL;
-    const unsigned flags = dnnl_use_scale | dnnl_use_shift;
+    const int64_t dims[2] = {rows, len};
     *out = NULL;
     ipu_status_t st = start(n, &p, &attr);
     if (st != IPU_OK)
         goto out;
+    DNN_TRY(dense_md(&md, 2, dims), "describing X");
     DNN_TRY(dense_md(&smd, 1, &rows), "describing the statistics");
-    if (kind == IPU_DNN_NORM_ROWS_COLS) {
-        /* layer normalization: statistics of each row, over its last dim */
-        const int64_t dims[2] = {rows, len};
-        DNN_TRY(dense_md(&md, 2, dims), "describing X");
-        DNN_TRY(dense_md(&pmd, 1, &len), "describing Scale");
-        DNN_TRY(dnnl_layer_normalization_forward_desc_init(&desc.l, dnnl_forward_training, &md,
-                                                           &smd, eps, flags),
-                "describing the layer normalization");
-    } else {
-        /* batch normalization of one batch of rows channels: its batch
-         * statistics are each row's, its scale and shift per row (4-D:
-         * oneDNN's plain-layout kernel takes NCHW, not NCW) */
-        const int64_t dims[4] = {1, rows, len, 1};
-        DNN_TRY(dense_md(&md, 4, dims), "describing X");
-        pmd = smd;
-        DNN_TRY(dnnl_batch_normalization_forward_desc_init(&desc.b, dnnl_forward_training, &md,
-                                                           eps, flags),
-                "describing the instance normalization");
-    }
-    if ((st = finish(n, p, &desc, &md, attr, &pd)) != IPU_OK)
+    DNN_TRY(dense_md(&pmd, 1, &len), "describing Scale");
+    /* training: the statistics are outputs (Mean, InvStdDev) */
+    DNN_TRY(dnnl_layer_normalization_forward_desc_init(&desc, dnnl_forward_training, &md, &smd,
+                                                       eps, dnnl_use_scale | dnnl_use_shift),
+            "describing the layer normalization");
+    if ((st = finish(n, p, &desc, &md, attr, 0, &pd)) != IPU_OK)
         goto out;
     dnn_add_operand(p, DNNL_ARG_SCALE, &pmd);
     dnn_add_operand(p, DNNL_ARG_SHIFT, &pmd);
@@ -141,3 +101,4 @@ ipu_status_t ipu_dnn_rownorm(const ipu_node_t *n, ipu_dnn_norm_kind_t kind, int6
 out:
     return dnn_made(st, pd, attr, p, out);
 }
+

@@ -3,13 +3,13 @@
 
 A model of BatchNormalization nodes after Conv, Gemm and Concat, with
 PyTorch references (torch.nn.functional in inference mode), for the
-BatchNormalization folding (graph/fold_bn.h) and oneDNN's batch
-normalization with a fused Relu.
+BatchNormalization folding (graph/fold_bn.h) and the batch normalization
+with a fused Relu.
 
 OUT/bn/model.onnx         x[2,3,8,8] ->
   y1 = Relu(BN(Conv(x, W1, b1)))            folded into conv1, Relu fused
   y2 = BN(Conv(x, W2), group 3)             folded into conv2 (no bias)
-  y3 = Relu(BN(Concat(x, x)))               not foldable: oneDNN's BN + Relu
+  y3 = Relu(BN(Concat(x, x)))               not foldable: BN with the Relu fused
   y4 = Conv(x, W4), y5 = BN(y4)             not foldable: y4 is an output
   y6 = BN(Gemm(Flatten(x), B6, C6, transB)) folded into gemm6
   y7 = BN(Gemm(Flatten(x), B7, alpha 0.5))  folded into gemm7 (no C)

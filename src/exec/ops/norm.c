@@ -4,14 +4,13 @@
  * B broadcast to the normalised shape; optional Mean and InvStdDev outputs
  * computed). float only.
  *
- * Run on oneDNN (exec/onednn.h), the primitive made at infer for the
- * node's shapes: BatchNormalization on its batch normalization with the
- * running statistics (and the Relu that graph/fuse.c may fold into it,
- * IPU_NORM_RELU_ATTR); LayerNormalization on its layer normalization over
- * the rows [prod(dims[:axis]), prod(dims[axis:])]; InstanceNormalization
- * on a batch normalization of one batch of N * C channels (the statistics
- * of each (n, c) plane, computed exactly as the layer's are), Scale and B
- * repeated for each n into the scratch buffer. */
+ * LayerNormalization runs on oneDNN's layer normalization (exec/onednn.h)
+ * over the rows [prod(dims[:axis]), prod(dims[axis:])], made at infer.
+ * BatchNormalization and InstanceNormalization run on the loops below: on
+ * our plain NCHW layout oneDNN has only a slower kernel for them (its fast
+ * ones take blocked layouts, and the reorders to and from them cost more
+ * than the one pass over X these take). A Relu that graph/fuse.c folds into
+ * a BatchNormalization (IPU_NORM_RELU_ATTR) is applied in that pass. */
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 
@@ -19,7 +18,6 @@
 #include "graph/fuse.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { N_BATCH, N_INSTANCE, N_LAYER };
@@ -30,6 +28,34 @@ typedef struct norm_op {
 } norm_op_t;
 
 #define NORM_OP(n) ((const norm_op_t *)(n)->op)
+
+/* y = (x - mean) * inv * s + b over a contiguous row, s and b one value
+ * for the row, then Relu (x < 0 ? 0 : x, as the Relu kernel) when relu. */
+IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int64_t len,
+                                float mean, float inv, float s, float b, int relu)
+{
+    const float a = inv * s, c = b - mean * a;
+    if (relu) {
+        for (int64_t i = 0; i < len; i++) {
+            float v = x[i] * a + c;
+            y[i] = v < 0.0f ? 0.0f : v;
+        }
+    } else {
+        for (int64_t i = 0; i < len; i++)
+            y[i] = x[i] * a + c;
+    }
+}
+
+/* mean and 1/sqrt(var + eps) of a contiguous row (two passes; tmp: len floats) */
+static void row_stats(const float *x, int64_t len, float eps, float *tmp, float *mean, float *inv)
+{
+    float m = len ? ipu_ew_sum_f32(x, len) / (float)len : 0.0f;
+    for (int64_t i = 0; i < len; i++)
+        tmp[i] = x[i] - m;
+    float var = len ? ipu_ew_dot_f32(tmp, tmp, len) / (float)len : 0.0f;
+    *mean = m;
+    *inv = 1.0f / sqrtf(var + eps);
+}
 
 static ipu_status_t check_channel_param(const ipu_graph_t *g, const ipu_node_t *n, int i,
                                         int64_t c)
@@ -44,37 +70,14 @@ static ipu_status_t check_channel_param(const ipu_graph_t *g, const ipu_node_t *
     return IPU_OK;
 }
 
-/* The rows and their length: a LayerNormalization's; N * C planes of the
- * spatial size for the others. */
-static ipu_status_t norm_rows(const ipu_node_t *n, const ipu_value_t *x, int64_t *rows,
-                              int64_t *len)
+/* A LayerNormalization's rows and their length (its axis is valid). */
+static void layer_rows(const ipu_node_t *n, int rank, const int64_t *dims, int64_t *rows,
+                       int64_t *len)
 {
-    int axis = 2;
-    if (NORM_OP(n)->kind == N_LAYER) {
-        ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), x->rank, &axis);
-        if (st != IPU_OK)
-            return st;
-    }
-    *rows = ipu_shape_numel(axis, x->dims);
-    *len = ipu_shape_numel(x->rank - axis, x->dims + axis);
-    return IPU_OK;
-}
-
-/* The node's primitive into n->state (none for an empty X). */
-static ipu_status_t norm_make(ipu_node_t *n, const ipu_value_t *x)
-{
-    int kind = NORM_OP(n)->kind;
-    float eps = ipu_attr_float(n, "epsilon", 1e-5f);
-    int64_t rows, len;
-    ipu_status_t st = norm_rows(n, x, &rows, &len);
-    if (st != IPU_OK || rows * len == 0)
-        return st;
-    if (kind == N_BATCH) /* [N, C, S] */
-        return ipu_dnn_batchnorm(n, x->dims[0], x->dims[1], len, eps,
-                                 ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0,
-                                 (ipu_dnn_t **)&n->state);
-    return ipu_dnn_rownorm(n, kind == N_LAYER ? IPU_DNN_NORM_ROWS_COLS : IPU_DNN_NORM_ROWS_ROWS,
-                           rows, len, eps, (ipu_dnn_t **)&n->state);
+    int axis = 0;
+    ipu_op_axis(n, ipu_attr_int(n, "axis", -1), rank, &axis);
+    *rows = ipu_shape_numel(axis, dims);
+    *len = ipu_shape_numel(rank - axis, dims + axis);
 }
 
 static void norm_fini(ipu_node_t *n)
@@ -139,13 +142,19 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
             return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
     }
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    return norm_make(n, x);
+    if (kind != N_LAYER)
+        return IPU_OK;
+    int64_t rows, len;
+    layer_rows(n, x->rank, x->dims, &rows, &len);
+    if (rows * len == 0)
+        return IPU_OK; /* nothing to compute */
+    return ipu_dnn_layernorm(n, rows, len, ipu_attr_float(n, "epsilon", 1e-5f),
+                             (ipu_dnn_t **)&n->state);
 }
 
-/* Where the op's own scratch starts, after the primitive's: Layer
- * Normalization's Scale and B expanded to the row length, Instance
- * Normalization's repeated for each of the N * C planes (rows); then the
- * rows' mean and variance. */
+/* Where a LayerNormalization's own scratch starts, after the primitive's:
+ * Scale and B expanded to the row length, then the rows' mean and
+ * variance. */
 static size_t own_offset(const ipu_node_t *n)
 {
     return (ipu_dnn_scratch(n->state) + 63) / 64 * 64;
@@ -153,12 +162,15 @@ static size_t own_offset(const ipu_node_t *n)
 
 static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
+    const ipu_value_t *x = ipu_node_input(g, n, 0);
     int64_t rows, len;
-    if (n->state == NULL || NORM_OP(n)->kind == N_BATCH ||
-        norm_rows(n, ipu_node_input(g, n, 0), &rows, &len) != IPU_OK)
-        return ipu_dnn_scratch(n->state);
-    int64_t plen = NORM_OP(n)->kind == N_LAYER ? len : rows;
-    return own_offset(n) + sizeof(float) * (size_t)(2 * plen + 2 * rows);
+    /* InstanceNorm: a plane */
+    if (NORM_OP(n)->kind == N_BATCH)
+        return 0;
+    if (NORM_OP(n)->kind == N_INSTANCE)
+        return sizeof(float) * (size_t)ipu_shape_numel(x->rank - 2, x->dims + 2);
+    layer_rows(n, x->rank, x->dims, &rows, &len);
+    return own_offset(n) + sizeof(float) * (size_t)(2 * len + 2 * rows);
 }
 
 /* Expand a Scale/B tensor to the normalised shape (or a default value). */
@@ -182,53 +194,59 @@ static const float *expand_param(const ipu_tensor_t *p, const ipu_tensor_t *x, i
 static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                              ipu_kernel_ctx_t *ctx)
 {
-    int kind = NORM_OP(n)->kind;
-    if (n->state == NULL) /* empty */
-        return IPU_OK;
-    if (kind == N_BATCH) {
-        const void *extra[4] = {in[3].data, in[4].data, in[1].data, in[2].data};
-        return ipu_dnn_exec(n, n->state, in[0].data, extra, out[0].data, ctx);
-    }
-    if (ctx->scratch_bytes < own_offset(n))
-        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    float *tmp = (float *)((char *)ctx->scratch + own_offset(n));
-    int axis = 2;
-    ipu_status_t st;
-    if (kind == N_LAYER &&
-        (st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis)) != IPU_OK)
-        return st;
-    int64_t rows = ipu_shape_numel(axis, in[0].dims);
-    int64_t len = ipu_shape_numel(in[0].rank - axis, in[0].dims + axis);
-    /* Scale and B expanded (2 * plen), then mean and var (rows each) */
-    int64_t plen = kind == N_LAYER ? len : rows;
-    float *mean = tmp + 2 * plen, *var = mean + rows;
-    const float *scale, *shift;
+    int kind = NORM_OP(n)->kind, axis = 1;
+    float eps = ipu_attr_float(n, "epsilon", 1e-5f);
+    const float *x = in[0].data;
+    float *y = out[0].data, *tmp = ctx->scratch;
     if (kind == N_LAYER) {
+        if (n->state == NULL) /* empty */
+            return IPU_OK;
+        if (ctx->scratch_bytes < own_offset(n))
+            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
+        ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis);
+        if (st != IPU_OK)
+            return st;
+        int64_t rows = ipu_shape_numel(axis, in[0].dims);
+        int64_t len = ipu_shape_numel(in[0].rank - axis, in[0].dims + axis);
         ipu_tensor_t none = {0};
-        scale = expand_param(&in[1], &in[0], axis, 1.0f, tmp, len);
-        shift = expand_param(n->n_inputs > 2 ? &in[2] : &none, &in[0], axis, 0.0f, tmp + len, len);
-        if (n->n_outputs > 1 && out[1].data)
-            mean = out[1].data;
+        tmp = (float *)((char *)ctx->scratch + own_offset(n));
+        const float *s = expand_param(&in[1], &in[0], axis, 1.0f, tmp, len);
+        const float *b = expand_param(n->n_inputs > 2 ? &in[2] : &none, &in[0], axis, 0.0f,
+                                      tmp + len, len);
+        /* the outputs Mean and InvStdDev, or the scratch; oneDNN gives the
+         * variance, InvStdDev is 1 / sqrt(var + eps) */
+        float *mo = n->n_outputs > 1 && out[1].data ? out[1].data : tmp + 2 * len;
+        float *io = n->n_outputs > 2 && out[2].data ? out[2].data : tmp + 2 * len + rows;
+        const void *extra[4] = {s, b, mo, io};
+        if ((st = ipu_dnn_exec(n, n->state, x, extra, y, ctx)) != IPU_OK)
+            return st;
         if (n->n_outputs > 2 && out[2].data)
-            var = out[2].data;
-    } else { /* Scale and B per plane (n, c) */
-        const float *s = in[1].data, *b = in[2].data;
-        int64_t C = in[0].dims[1];
-        for (int64_t r = 0; r < rows; r++) {
-            tmp[r] = s[r % C];
-            tmp[rows + r] = b[r % C];
+            for (int64_t r = 0; r < rows; r++)
+                io[r] = 1.0f / sqrtf(io[r] + eps);
+        return IPU_OK;
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1];
+    int64_t S = ipu_shape_numel(in[0].rank - 2, in[0].dims + 2);
+    const float *scale = in[1].data, *bias = in[2].data;
+    if (kind == N_BATCH) {
+        const float *mean = in[3].data, *var = in[4].data;
+        int relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0;
+        for (int64_t c = 0; c < C; c++) {
+            float inv = 1.0f / sqrtf(var[c] + eps);
+            for (int64_t b = 0; b < N; b++) {
+                int64_t off = (b * C + c) * S;
+                norm_row(y + off, x + off, S, mean[c], inv, scale[c], bias[c], relu);
+            }
         }
-        scale = tmp;
-        shift = tmp + rows;
+        return IPU_OK;
     }
-    const void *extra[4] = {scale, shift, mean, var};
-    if ((st = ipu_dnn_exec(n, n->state, in[0].data, extra, out[0].data, ctx)) != IPU_OK)
-        return st;
-    if (kind == N_LAYER && n->n_outputs > 2 && out[2].data) { /* InvStdDev from the variance */
-        float eps = ipu_attr_float(n, "epsilon", 1e-5f);
-        for (int64_t r = 0; r < rows; r++)
-            var[r] = 1.0f / sqrtf(var[r] + eps);
-    }
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t c = 0; c < C; c++) {
+            int64_t off = (b * C + c) * S;
+            float mean, inv;
+            row_stats(x + off, S, eps, tmp, &mean, &inv);
+            norm_row(y + off, x + off, S, mean, inv, scale[c], bias[c], 0);
+        }
     return IPU_OK;
 }
 

@@ -1,14 +1,18 @@
 /* Softmax-1/11 and LogSoftmax-1/11 (input coerced to 2-D at axis, default
  * axis 1) and Softmax-13, LogSoftmax-13 (one axis, default -1)
- * (Operators.md). float only. Runs on oneDNN's softmax (exec/onednn.h),
- * made at infer for the node's shape: numerically stable (the maximum
- * along the axis is subtracted first), so -inf inputs (masked attention)
- * give 0 (LogSoftmax: -inf). */
+ * (Operators.md). float only. Numerically stable: the maximum along the axis
+ * is subtracted first, so -inf inputs (masked attention) give 0 (LogSoftmax:
+ * -inf); a row that is all -inf gives NaN, as in PyTorch.
+ *
+ * Runs on oneDNN's softmax (exec/onednn.h), made at infer for the node's
+ * shape, where oneDNN has a vectorised kernel for it (the axis innermost);
+ * elsewhere (an inner axis, where oneDNN has only its scalar reference
+ * kernel) on sm_cols below, whose loops run along the contiguous dim. */
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 #include "exec/onednn.h"
 
-#include <stdlib.h>
+#include <math.h>
 
 typedef struct sm_op {
     ipu_op_t op;
@@ -18,16 +22,16 @@ typedef struct sm_op {
 #define SM_OP(n) ((const sm_op_t *)(n)->op)
 
 /* Softmax over [outer, len, inner]: for each outer index, normalise along len. */
-static void sm_geometry(const ipu_node_t *n, const ipu_value_t *x, int axis, int64_t *outer,
+static void sm_geometry(const ipu_node_t *n, int rank, const int64_t *dims, int axis, int64_t *outer,
                         int64_t *len, int64_t *inner)
 {
-    *outer = ipu_shape_numel(axis, x->dims);
+    *outer = ipu_shape_numel(axis, dims);
     if (n->opset < 13) {
-        *len = ipu_shape_numel(x->rank - axis, x->dims + axis);
+        *len = ipu_shape_numel(rank - axis, dims + axis);
         *inner = 1;
     } else {
-        *len = x->rank ? x->dims[axis] : 1;
-        *inner = ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+        *len = rank ? dims[axis] : 1;
+        *inner = ipu_shape_numel(rank - axis - 1, dims + axis + 1);
     }
 }
 
@@ -41,17 +45,10 @@ static ipu_status_t sm_axis(const ipu_node_t *n, int rank, int *axis)
     return ipu_op_axis(n, a, rank, axis);
 }
 
-static void sm_fini(ipu_node_t *n)
-{
-    ipu_dnn_free(n->state);
-    n->state = NULL;
-}
-
 static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
 {
     ipu_status_t st = ipu_ew_check_arity(n, 1, 1, 1, 1);
     int axis;
-    int64_t outer, len, inner;
     if (st != IPU_OK)
         return st;
     const ipu_value_t *x = ipu_node_input(g, n, 0);
@@ -61,23 +58,99 @@ static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
     if ((st = sm_axis(n, x->rank, &axis)) != IPU_OK)
         return st;
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    sm_geometry(n, x, axis, &outer, &len, &inner);
+    int64_t outer, len, inner;
+    sm_geometry(n, x->rank, x->dims, axis, &outer, &len, &inner);
     if (outer * len * inner == 0)
         return IPU_OK; /* nothing to compute */
-    return ipu_dnn_softmax(n, outer, len, inner, SM_OP(n)->log, (ipu_dnn_t **)&n->state);
+    st = ipu_dnn_softmax(n, outer, len, inner, SM_OP(n)->log, (ipu_dnn_t **)&n->state);
+    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* sm_cols then */
+}
+
+static void sm_fini(ipu_node_t *n)
+{
+    ipu_dnn_free(n->state);
+    n->state = NULL;
 }
 
 static size_t sm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
-    return ipu_dnn_scratch(n->state);
+    const ipu_value_t *x = ipu_node_input(g, n, 0);
+    int axis;
+    if (n->state)
+        return ipu_dnn_scratch(n->state);
+    if (sm_axis(n, x->rank, &axis) != IPU_OK || n->opset < 13)
+        return 0;
+    return 2 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+}
+
+/* One contiguous row. */
+IPU_EW_HOT static void sm_row(float *restrict y, const float *restrict x, int64_t len, int log)
+{
+    const float m = ipu_ew_max_f32(x, len);
+    for (int64_t i = 0; i < len; i++)
+        y[i] = ipu_ew_expf_nonpos(x[i] - m);
+    float s = ipu_ew_sum_f32(y, len);
+    if (log) {
+        const float c = m + logf(s);
+        for (int64_t i = 0; i < len; i++)
+            y[i] = x[i] - c;
+        return;
+    }
+    const float r = 1.0f / s;
+    for (int64_t i = 0; i < len; i++)
+        y[i] *= r;
+}
+
+/* len rows of inner elements: normalise each column (stride inner); the
+ * loops run along inner so they stay contiguous. mx, sum: inner floats. */
+IPU_EW_HOT static void sm_cols(float *restrict y, const float *restrict x, int64_t len,
+                               int64_t inner, int log, float *restrict mx, float *restrict sum)
+{
+    for (int64_t j = 0; j < inner; j++) {
+        mx[j] = -INFINITY;
+        sum[j] = 0.0f;
+    }
+    for (int64_t a = 0; a < len; a++)
+        for (int64_t j = 0; j < inner; j++)
+            mx[j] = x[a * inner + j] > mx[j] ? x[a * inner + j] : mx[j];
+    for (int64_t a = 0; a < len; a++)
+        for (int64_t j = 0; j < inner; j++) {
+            float e = ipu_ew_expf_nonpos(x[a * inner + j] - mx[j]);
+            sum[j] += e;
+            if (!log)
+                y[a * inner + j] = e;
+        }
+    for (int64_t j = 0; j < inner; j++)
+        sum[j] = log ? mx[j] + logf(sum[j]) : 1.0f / sum[j];
+    for (int64_t a = 0; a < len; a++)
+        for (int64_t j = 0; j < inner; j++)
+            y[a * inner + j] = log ? x[a * inner + j] - sum[j] : y[a * inner + j] * sum[j];
 }
 
 static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                            ipu_kernel_ctx_t *ctx)
 {
-    if (n->state == NULL) /* empty */
-        return IPU_OK;
-    return ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
+    int axis;
+    int64_t outer, len, inner;
+    if (n->state)
+        return ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
+    ipu_status_t st = sm_axis(n, in[0].rank, &axis);
+    if (st != IPU_OK)
+        return st;
+    sm_geometry(n, in[0].rank, in[0].dims, axis, &outer, &len, &inner);
+    const float *x = in[0].data;
+    float *y = out[0].data;
+    int log = SM_OP(n)->log;
+    if (inner > 1 && ctx->scratch_bytes < 2 * sizeof(float) * (size_t)inner)
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
+    for (int64_t o = 0; o < outer; o++) {
+        if (inner == 1)
+            sm_row(y + o * len, x + o * len, len, log);
+        else
+            sm_cols(y + o * len * inner, x + o * len * inner, len, inner, log, ctx->scratch,
+                    (float *)ctx->scratch + inner);
+    }
+    return IPU_OK;
 }
 
 static const sm_op_t ops[] = {
