@@ -74,14 +74,6 @@ typedef struct ipu_dnn ipu_dnn_t;
 ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out);
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out);
 
-/* Softmax-13 / LogSoftmax-13 (log) of a dense float tensor viewed as
- * [outer, len, inner], along len (the opset < 13 operators' 2-D view is
- * inner 1). Runs with ipu_dnn_exec(), no further operands.
- * IPU_ERR_UNSUPPORTED, without a message, where oneDNN has only its
- * scalar reference implementation (inner > 1): the caller runs its own. */
-ipu_status_t ipu_dnn_softmax(const ipu_node_t *n, int64_t outer, int64_t len, int64_t inner,
-                             int log, ipu_dnn_t **out);
-
 /* LayerNormalization-17 of a dense float tensor viewed as [rows, len]:
  * each row's mean and (biased) variance, then scale and shift per column.
  * Further operands of ipu_dnn_exec(): scale [len], shift [len], mean (out,

@@ -1,8 +1,6 @@
-/* The oneDNN layer (onednn.h): softmax and layer normalization, primitives
- * of one source and one destination run by ipu_dnn_exec(). */
+/* The oneDNN layer (onednn.h): layer normalization, a primitive of one
+ * source and one destination run by ipu_dnn_exec(). */
 #include "exec/onednn_impl.h"
-
-#include <string.h>
 
 /* A dense float32 descriptor of dims (rank 1 to DNNL_MAX_NDIMS). */
 static dnnl_status_t dense_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
@@ -15,19 +13,14 @@ static dnnl_status_t dense_md(dnnl_memory_desc_t *md, int rank, const int64_t *d
 }
 
 /* The common part of the makers: pd from desc, the primitive, X and Y in
- * our layout (data). IPU_ERR_UNSUPPORTED (no message) when no_ref and
- * oneDNN has only its reference implementation, a scalar loop. */
+ * our layout (data). */
 static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, const void *desc,
                            const dnnl_memory_desc_t *data, dnnl_primitive_attr_t attr,
-                           int no_ref, dnnl_primitive_desc_t *pd)
+                           dnnl_primitive_desc_t *pd)
 {
     ipu_status_t st = IPU_OK;
-    const char *impl = NULL;
     DNN_TRY(dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL),
             "choosing an implementation");
-    if (no_ref && dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) ==
-                      dnnl_success && impl && strncmp(impl, "ref", 3) == 0)
-        return IPU_ERR_UNSUPPORTED;
     if ((st = dnn_finish(n, p, *pd)) == IPU_OK)
         st = dnn_plain_io(n, p, data, data);
 out:
@@ -46,30 +39,6 @@ static ipu_status_t start(const ipu_node_t *n, ipu_dnn_t **p, dnnl_primitive_att
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, attr), "setting the attributes");
 out:
     return st;
-}
-
-ipu_status_t ipu_dnn_softmax(const ipu_node_t *n, int64_t outer, int64_t len, int64_t inner,
-                             int log, ipu_dnn_t **out)
-{
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_softmax_v2_desc_t desc;
-    dnnl_memory_desc_t md;
-    ipu_dnn_t *p = NULL;
-    /* the axis innermost when it is: oneDNN's vectorised kernels want it */
-    const int64_t dims[3] = {outer, len, inner};
-    *out = NULL;
-    ipu_status_t st = start(n, &p, &attr);
-    if (st != IPU_OK)
-        goto out;
-    DNN_TRY(dense_md(&md, inner == 1 ? 2 : 3, dims), "describing X");
-    DNN_TRY(dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
-                                              log ? dnnl_softmax_log : dnnl_softmax_accurate, &md,
-                                              &md, 1),
-            "describing the softmax");
-    st = finish(n, p, &desc, &md, attr, 1, &pd);
-out:
-    return dnn_made(st, pd, attr, p, out);
 }
 
 ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
@@ -92,7 +61,7 @@ ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, f
     DNN_TRY(dnnl_layer_normalization_forward_desc_init(&desc, dnnl_forward_training, &md, &smd,
                                                        eps, dnnl_use_scale | dnnl_use_shift),
             "describing the layer normalization");
-    if ((st = finish(n, p, &desc, &md, attr, 0, &pd)) != IPU_OK)
+    if ((st = finish(n, p, &desc, &md, attr, &pd)) != IPU_OK)
         goto out;
     dnn_add_operand(p, DNNL_ARG_SCALE, &pmd);
     dnn_add_operand(p, DNNL_ARG_SHIFT, &pmd);

@@ -7,7 +7,7 @@
 #   those;
 # - InstanceNormalization, LayerNormalization (a broadcast Scale, the Mean
 #   and InvStdDev outputs), Softmax and LogSoftmax along an inner axis
-#   (opset 17: our kernel), and over the 2-D view of opset 11 (oneDNN's).
+#   (opset 17), and over the 2-D view of opset 11.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"

@@ -2,15 +2,9 @@
  * axis 1) and Softmax-13, LogSoftmax-13 (one axis, default -1)
  * (Operators.md). float only. Numerically stable: the maximum along the axis
  * is subtracted first, so -inf inputs (masked attention) give 0 (LogSoftmax:
- * -inf); a row that is all -inf gives NaN, as in PyTorch.
- *
- * Runs on oneDNN's softmax (exec/onednn.h), made at infer for the node's
- * shape, where oneDNN has a vectorised kernel for it (the axis innermost);
- * elsewhere (an inner axis, where oneDNN has only its scalar reference
- * kernel) on sm_cols below, whose loops run along the contiguous dim. */
+ * -inf); a row that is all -inf gives NaN, as in PyTorch. */
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
-#include "exec/onednn.h"
 
 #include <math.h>
 
@@ -22,16 +16,16 @@ typedef struct sm_op {
 #define SM_OP(n) ((const sm_op_t *)(n)->op)
 
 /* Softmax over [outer, len, inner]: for each outer index, normalise along len. */
-static void sm_geometry(const ipu_node_t *n, int rank, const int64_t *dims, int axis, int64_t *outer,
+static void sm_geometry(const ipu_node_t *n, const ipu_tensor_t *x, int axis, int64_t *outer,
                         int64_t *len, int64_t *inner)
 {
-    *outer = ipu_shape_numel(axis, dims);
+    *outer = ipu_shape_numel(axis, x->dims);
     if (n->opset < 13) {
-        *len = ipu_shape_numel(rank - axis, dims + axis);
+        *len = ipu_shape_numel(x->rank - axis, x->dims + axis);
         *inner = 1;
     } else {
-        *len = rank ? dims[axis] : 1;
-        *inner = ipu_shape_numel(rank - axis - 1, dims + axis + 1);
+        *len = x->rank ? x->dims[axis] : 1;
+        *inner = ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
     }
 }
 
@@ -58,26 +52,13 @@ static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
     if ((st = sm_axis(n, x->rank, &axis)) != IPU_OK)
         return st;
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    int64_t outer, len, inner;
-    sm_geometry(n, x->rank, x->dims, axis, &outer, &len, &inner);
-    if (outer * len * inner == 0)
-        return IPU_OK; /* nothing to compute */
-    st = ipu_dnn_softmax(n, outer, len, inner, SM_OP(n)->log, (ipu_dnn_t **)&n->state);
-    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* sm_cols then */
-}
-
-static void sm_fini(ipu_node_t *n)
-{
-    ipu_dnn_free(n->state);
-    n->state = NULL;
+    return IPU_OK;
 }
 
 static size_t sm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int axis;
-    if (n->state)
-        return ipu_dnn_scratch(n->state);
     if (sm_axis(n, x->rank, &axis) != IPU_OK || n->opset < 13)
         return 0;
     return 2 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
@@ -132,12 +113,10 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 {
     int axis;
     int64_t outer, len, inner;
-    if (n->state)
-        return ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
     ipu_status_t st = sm_axis(n, in[0].rank, &axis);
     if (st != IPU_OK)
         return st;
-    sm_geometry(n, in[0].rank, in[0].dims, axis, &outer, &len, &inner);
+    sm_geometry(n, &in[0], axis, &outer, &len, &inner);
     const float *x = in[0].data;
     float *y = out[0].data;
     int log = SM_OP(n)->log;
@@ -154,8 +133,8 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 }
 
 static const sm_op_t ops[] = {
-    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, sm_fini, NULL, NULL}, 0},
-    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, sm_fini, NULL, NULL}, 1},
+    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL}, 0},
+    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL}, 1},
 };
 
 const ipu_op_t *const ipu_ops_softmax[] = {&ops[0].op, &ops[1].op, NULL};
