@@ -164,7 +164,7 @@ static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int64_t rows, len;
-    /* InstanceNorm: a plane */
+    /* BatchNorm: none; InstanceNorm: a plane */
     if (NORM_OP(n)->kind == N_BATCH)
         return 0;
     if (NORM_OP(n)->kind == N_INSTANCE)
@@ -201,13 +201,13 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     if (kind == N_LAYER) {
         if (n->state == NULL) /* empty */
             return IPU_OK;
-        if (ctx->scratch_bytes < own_offset(n))
-            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
         ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis);
         if (st != IPU_OK)
             return st;
         int64_t rows = ipu_shape_numel(axis, in[0].dims);
         int64_t len = ipu_shape_numel(in[0].rank - axis, in[0].dims + axis);
+        if (ctx->scratch_bytes < own_offset(n) + sizeof(float) * (size_t)(2 * len + 2 * rows))
+            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
         ipu_tensor_t none = {0};
         tmp = (float *)((char *)ctx->scratch + own_offset(n));
         const float *s = expand_param(&in[1], &in[0], axis, 1.0f, tmp, len);
