@@ -104,6 +104,13 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
 /* d->size must be odd (IPU_ERR_UNSUPPORTED otherwise). */
 ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_dnn_t **out);
 
+/* LayerNormalization-17 of a dense float tensor viewed as [rows, len]:
+ * each row's mean and (biased) variance, then scale and shift per column.
+ * Further operands of ipu_dnn_exec(): scale [len], shift [len], mean (out,
+ * [rows]), var (out, [rows]; InvStdDev is 1 / sqrt(var + eps)). */
+ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
+                               ipu_dnn_t **out);
+
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);

@@ -11,8 +11,10 @@
 #include "exec/device.h"
 
 /* Give graph input k the dtype and shape of inputs[k] (g->n_inputs
- * entries; data not read), infer every shape and fuse with the op
- * registry. Errors: the inference's and fusion's. */
+ * entries; data not read), infer every shape, fold BatchNormalization into
+ * the Conv or Gemm before it (graph/fold_bn.h), fuse with the op registry
+ * and chain the convolutions' layouts. Errors: those of the inference, the
+ * folding and the fusion. */
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs);
 
 /* Which stage ipu_prepare_stage builds. */

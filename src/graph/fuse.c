@@ -27,6 +27,18 @@ static ipu_node_t *only_use(ipu_graph_t *g, const uses_t *u, int v)
     return &g->nodes[u[v].node[0]];
 }
 
+/* v, or the output of the Identity nodes that are its only use, one
+ * after the other */
+static int through_identity(ipu_graph_t *g, const uses_t *u, int v)
+{
+    ipu_node_t *id;
+    for (int depth = 0; depth < 8 && (id = only_use(g, u, v)) != NULL && is_op(id, "Identity") &&
+                        id->n_outputs == 1 && id->outputs[0] >= 0;
+         depth++)
+        v = id->outputs[0];
+    return v;
+}
+
 /* Clip bounds from attributes or constant inputs; 0 when not constant. */
 static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, float *hi)
 {
@@ -89,8 +101,7 @@ static ipu_status_t reinfer(ipu_graph_t *g, ipu_node_t *n)
     return n->op->infer(g, n);
 }
 
-/* Node n becomes Identity(src) with its own output 0. */
-static ipu_status_t to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu_op_t *id, int src)
+ipu_status_t ipu_graph_node_to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu_op_t *id, int src)
 {
     char *t = strdup("Identity");
     if (t == NULL)
@@ -104,6 +115,29 @@ static ipu_status_t to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu_op_t *i
     n->inputs[0] = src;
     n->n_inputs = 1;
     return n->op->infer(g, n);
+}
+
+/* BatchNormalization then Relu: the Relu becomes an eltwise step of the
+ * normalisation; 1 when fused. */
+static ipu_status_t fuse_norm_relu(ipu_graph_t *g, const uses_t *u, ipu_node_t *bn,
+                                   const ipu_op_t *id, int *fused)
+{
+    ipu_status_t st;
+    *fused = 0;
+    if (bn->n_outputs < 1 || bn->outputs[0] < 0 || ipu_attr_find(bn, IPU_NORM_RELU_ATTR))
+        return IPU_OK;
+    for (int k = 1; k < bn->n_outputs; k++)
+        if (bn->outputs[k] >= 0) /* training outputs: not run */
+            return IPU_OK;
+    int y = bn->outputs[0];
+    ipu_node_t *act = only_use(g, u, through_identity(g, u, y));
+    if (act == NULL || !is_op(act, "Relu") || act->n_outputs != 1)
+        return IPU_OK;
+    if ((st = ipu_node_add_attr_int(bn, IPU_NORM_RELU_ATTR, 1)) != IPU_OK ||
+        (st = reinfer(g, bn)) != IPU_OK || (st = ipu_graph_node_to_identity(g, act, id, y)) != IPU_OK)
+        return st;
+    *fused = 1;
+    return IPU_OK;
 }
 
 ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
@@ -126,6 +160,13 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
         }
     for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) {
         ipu_node_t *conv = &g->nodes[i];
+        if (is_op(conv, "BatchNormalization")) {
+            const ipu_op_t *id = lookup(conv->domain, "Identity", conv->opset);
+            int one = 0;
+            if (id && (st = fuse_norm_relu(g, u, conv, id, &one)) == IPU_OK)
+                fused += one;
+            continue;
+        }
         if (!is_op(conv, "Conv") || conv->n_outputs != 1 || conv->n_inputs > 3 ||
             ipu_attr_find(conv, IPU_CONV_ACT_ATTR) != NULL ||
             ipu_attr_find(conv, IPU_CONV_SUM_ATTR) != NULL)
@@ -138,12 +179,12 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
         if (id == NULL)
             continue;
         /* Add(y, residual) first: the activation then reads its output y */
-        int y = y0, res = -1;
-        ipu_node_t *add = residual_add(g, u, y0, &res);
+        int y = through_identity(g, u, y0), res = -1;
+        ipu_node_t *add = residual_add(g, u, y, &res);
         if (add) {
             if ((st = add_residual(conv, res)) != IPU_OK)
                 break;
-            y = add->outputs[0];
+            y = through_identity(g, u, add->outputs[0]);
         }
         ipu_node_t *act = NULL, *sig = NULL;
         const char *kind = NULL;
@@ -178,9 +219,9 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
         if ((st = reinfer(g, conv)) != IPU_OK)
             break;
         /* the Add and activation nodes pass y0 through; the planner aliases them */
-        if ((add && (st = to_identity(g, add, id, y0)) != IPU_OK) ||
-            (kind && (st = to_identity(g, act, id, y0)) != IPU_OK) ||
-            (kind && sig && (st = to_identity(g, sig, id, y0)) != IPU_OK))
+        if ((add && (st = ipu_graph_node_to_identity(g, add, id, y0)) != IPU_OK) ||
+            (kind && (st = ipu_graph_node_to_identity(g, act, id, y0)) != IPU_OK) ||
+            (kind && sig && (st = ipu_graph_node_to_identity(g, sig, id, y0)) != IPU_OK))
             break;
         fused++;
     }

@@ -2,11 +2,23 @@
  * mode: running statistics; training outputs are rejected),
  * InstanceNormalization-6, LayerNormalization-17 (axis, epsilon; Scale and
  * B broadcast to the normalised shape; optional Mean and InvStdDev outputs
- * computed). float only. */
+ * computed). float only.
+ *
+ * LayerNormalization runs on oneDNN's layer normalization (exec/onednn.h)
+ * over the rows [prod(dims[:axis]), prod(dims[axis:])], made at infer.
+ * BatchNormalization and InstanceNormalization run on the loops below: on
+ * our plain NCHW layout oneDNN has only a slower kernel for them (its fast
+ * ones take blocked layouts, and the reorders to and from them cost more
+ * than the one pass over X these take). A Relu that graph/fuse.c folds into
+ * a BatchNormalization (IPU_NORM_RELU_ATTR) is applied in that pass. */
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 
+#include "exec/onednn.h"
+#include "graph/fuse.h"
+
 #include <math.h>
+#include <string.h>
 
 enum { N_BATCH, N_INSTANCE, N_LAYER };
 
@@ -17,17 +29,18 @@ typedef struct norm_op {
 
 #define NORM_OP(n) ((const norm_op_t *)(n)->op)
 
-/* y = (x - mean) * inv * s + b over a contiguous row; s, b per element or,
- * with sstep 0, one value for the row. */
+/* y = (x - mean) * inv * s + b over a contiguous row, s and b one value
+ * for the row, then Relu (x < 0 ? 0 : x, as the Relu kernel) when relu. */
 IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int64_t len,
-                                float mean, float inv, const float *restrict s,
-                                const float *restrict b, int sstep)
+                                float mean, float inv, float s, float b, int relu)
 {
-    if (sstep) {
-        for (int64_t i = 0; i < len; i++)
-            y[i] = (x[i] - mean) * inv * s[i] + b[i];
+    const float a = inv * s, c = b - mean * a;
+    if (relu) {
+        for (int64_t i = 0; i < len; i++) {
+            float v = x[i] * a + c;
+            y[i] = v < 0.0f ? 0.0f : v;
+        }
     } else {
-        const float a = inv * s[0], c = b[0] - mean * a;
         for (int64_t i = 0; i < len; i++)
             y[i] = x[i] * a + c;
     }
@@ -55,6 +68,22 @@ static ipu_status_t check_channel_param(const ipu_graph_t *g, const ipu_node_t *
         return ipu_op_error(IPU_ERR_SHAPE, n, "input %d ('%s') must have shape [%lld]", i,
                             v->name, (long long)c);
     return IPU_OK;
+}
+
+/* A LayerNormalization's rows and their length (its axis is valid). */
+static void layer_rows(const ipu_node_t *n, int rank, const int64_t *dims, int64_t *rows,
+                       int64_t *len)
+{
+    int axis = 0;
+    ipu_op_axis(n, ipu_attr_int(n, "axis", -1), rank, &axis);
+    *rows = ipu_shape_numel(axis, dims);
+    *len = ipu_shape_numel(rank - axis, dims + axis);
+}
+
+static void norm_fini(ipu_node_t *n)
+{
+    ipu_dnn_free(n->state);
+    n->state = NULL;
 }
 
 static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -113,22 +142,35 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
             return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
     }
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    return IPU_OK;
+    if (kind != N_LAYER)
+        return IPU_OK;
+    int64_t rows, len;
+    layer_rows(n, x->rank, x->dims, &rows, &len);
+    if (rows * len == 0)
+        return IPU_OK; /* nothing to compute */
+    return ipu_dnn_layernorm(n, rows, len, ipu_attr_float(n, "epsilon", 1e-5f),
+                             (ipu_dnn_t **)&n->state);
+}
+
+/* Where a LayerNormalization's own scratch starts, after the primitive's:
+ * Scale and B expanded to the row length, then the rows' mean and
+ * variance. */
+static size_t own_offset(const ipu_node_t *n)
+{
+    return (ipu_dnn_scratch(n->state) + 63) / 64 * 64;
 }
 
 static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
-    int axis = 1;
-    if (NORM_OP(n)->kind == N_LAYER &&
-        ipu_op_axis(n, ipu_attr_int(n, "axis", -1), x->rank, &axis) != IPU_OK)
-        return 0;
-    /* LayerNorm: a row, expanded scale and bias; InstanceNorm: a plane */
+    int64_t rows, len;
+    /* BatchNorm: none; InstanceNorm: a plane */
     if (NORM_OP(n)->kind == N_BATCH)
         return 0;
     if (NORM_OP(n)->kind == N_INSTANCE)
         return sizeof(float) * (size_t)ipu_shape_numel(x->rank - 2, x->dims + 2);
-    return 3 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis, x->dims + axis);
+    layer_rows(n, x->rank, x->dims, &rows, &len);
+    return own_offset(n) + sizeof(float) * (size_t)(2 * len + 2 * rows);
 }
 
 /* Expand a Scale/B tensor to the normalised shape (or a default value). */
@@ -157,26 +199,30 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     const float *x = in[0].data;
     float *y = out[0].data, *tmp = ctx->scratch;
     if (kind == N_LAYER) {
+        if (n->state == NULL) /* empty */
+            return IPU_OK;
         ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis);
         if (st != IPU_OK)
             return st;
         int64_t rows = ipu_shape_numel(axis, in[0].dims);
         int64_t len = ipu_shape_numel(in[0].rank - axis, in[0].dims + axis);
+        if (ctx->scratch_bytes < own_offset(n) + sizeof(float) * (size_t)(2 * len + 2 * rows))
+            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
         ipu_tensor_t none = {0};
-        const float *s = expand_param(&in[1], &in[0], axis, 1.0f, tmp + len, len);
+        tmp = (float *)((char *)ctx->scratch + own_offset(n));
+        const float *s = expand_param(&in[1], &in[0], axis, 1.0f, tmp, len);
         const float *b = expand_param(n->n_inputs > 2 ? &in[2] : &none, &in[0], axis, 0.0f,
-                                      tmp + 2 * len, len);
-        float *mo = n->n_outputs > 1 ? out[1].data : NULL;
-        float *io = n->n_outputs > 2 ? out[2].data : NULL;
-        for (int64_t r = 0; r < rows; r++) {
-            float mean, inv;
-            row_stats(x + r * len, len, eps, tmp, &mean, &inv);
-            norm_row(y + r * len, x + r * len, len, mean, inv, s, b, 1);
-            if (mo)
-                mo[r] = mean;
-            if (io)
-                io[r] = inv;
-        }
+                                      tmp + len, len);
+        /* the outputs Mean and InvStdDev, or the scratch; oneDNN gives the
+         * variance, InvStdDev is 1 / sqrt(var + eps) */
+        float *mo = n->n_outputs > 1 && out[1].data ? out[1].data : tmp + 2 * len;
+        float *io = n->n_outputs > 2 && out[2].data ? out[2].data : tmp + 2 * len + rows;
+        const void *extra[4] = {s, b, mo, io};
+        if ((st = ipu_dnn_exec(n, n->state, x, extra, y, ctx)) != IPU_OK)
+            return st;
+        if (n->n_outputs > 2 && out[2].data)
+            for (int64_t r = 0; r < rows; r++)
+                io[r] = 1.0f / sqrtf(io[r] + eps);
         return IPU_OK;
     }
     int64_t N = in[0].dims[0], C = in[0].dims[1];
@@ -184,11 +230,12 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     const float *scale = in[1].data, *bias = in[2].data;
     if (kind == N_BATCH) {
         const float *mean = in[3].data, *var = in[4].data;
+        int relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0;
         for (int64_t c = 0; c < C; c++) {
             float inv = 1.0f / sqrtf(var[c] + eps);
             for (int64_t b = 0; b < N; b++) {
                 int64_t off = (b * C + c) * S;
-                norm_row(y + off, x + off, S, mean[c], inv, scale + c, bias + c, 0);
+                norm_row(y + off, x + off, S, mean[c], inv, scale[c], bias[c], relu);
             }
         }
         return IPU_OK;
@@ -198,13 +245,13 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
             int64_t off = (b * C + c) * S;
             float mean, inv;
             row_stats(x + off, S, eps, tmp, &mean, &inv);
-            norm_row(y + off, x + off, S, mean, inv, scale + c, bias + c, 0);
+            norm_row(y + off, x + off, S, mean, inv, scale[c], bias[c], 0);
         }
     return IPU_OK;
 }
 
 #define ENTRY(NAME, SINCE, KIND) \
-    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, NULL, NULL, NULL}, KIND}
+    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, norm_fini, NULL, NULL}, KIND}
 
 static const norm_op_t ops[] = {
     ENTRY("BatchNormalization", 7, N_BATCH),

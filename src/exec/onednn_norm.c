@@ -1,0 +1,73 @@
+/* The oneDNN layer (onednn.h): layer normalization, a primitive of one
+ * source and one destination run by ipu_dnn_exec(). */
+#include "exec/onednn_impl.h"
+
+/* A dense float32 descriptor of dims (rank 1 to DNNL_MAX_NDIMS). */
+static dnnl_status_t dense_md(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
+{
+    ipu_dnn_shape_t s = {.rank = rank};
+    for (int i = 0; i < rank; i++)
+        s.dims[i] = dims[i];
+    ipu_dnn_shape_dense(&s);
+    return dnn_md_of(&s, md);
+}
+
+/* The common part of the makers: pd from desc, the primitive, X and Y in
+ * our layout (data). */
+static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, const void *desc,
+                           const dnnl_memory_desc_t *data, dnnl_primitive_attr_t attr,
+                           dnnl_primitive_desc_t *pd)
+{
+    ipu_status_t st = IPU_OK;
+    DNN_TRY(dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL),
+            "choosing an implementation");
+    if ((st = dnn_finish(n, p, *pd)) == IPU_OK)
+        st = dnn_plain_io(n, p, data, data);
+out:
+    return st;
+}
+
+/* p and attr (user-mode scratchpad) for a maker; the engine made. */
+static ipu_status_t start(const ipu_node_t *n, ipu_dnn_t **p, dnnl_primitive_attr_t *attr)
+{
+    ipu_status_t st = IPU_OK;
+    *attr = NULL;
+    if ((*p = dnn_new()) == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    if (dnn_engine() == NULL)
+        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, attr), "setting the attributes");
+out:
+    return st;
+}
+
+ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
+                               ipu_dnn_t **out)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_layer_normalization_desc_t desc;
+    dnnl_memory_desc_t md, smd, pmd;
+    ipu_dnn_t *p = NULL;
+    const int64_t dims[2] = {rows, len};
+    *out = NULL;
+    ipu_status_t st = start(n, &p, &attr);
+    if (st != IPU_OK)
+        goto out;
+    DNN_TRY(dense_md(&md, 2, dims), "describing X");
+    DNN_TRY(dense_md(&smd, 1, &rows), "describing the statistics");
+    DNN_TRY(dense_md(&pmd, 1, &len), "describing Scale");
+    /* training: the statistics are outputs (Mean, InvStdDev) */
+    DNN_TRY(dnnl_layer_normalization_forward_desc_init(&desc, dnnl_forward_training, &md, &smd,
+                                                       eps, dnnl_use_scale | dnnl_use_shift),
+            "describing the layer normalization");
+    if ((st = finish(n, p, &desc, &md, attr, &pd)) != IPU_OK)
+        goto out;
+    dnn_add_operand(p, DNNL_ARG_SCALE, &pmd);
+    dnn_add_operand(p, DNNL_ARG_SHIFT, &pmd);
+    dnn_add_operand(p, DNNL_ARG_MEAN, &smd);
+    dnn_add_operand(p, DNNL_ARG_VARIANCE, &smd);
+out:
+    return dnn_made(st, pd, attr, p, out);
+}
+
