@@ -45,6 +45,12 @@ static inline size_t dnn_align64(size_t b)
     return (b + 63) / 64 * 64;
 }
 
+/* Our layout of an activation of nd spatial dims (1 to 3): ncw, nchw, ncdhw. */
+static inline dnnl_format_tag_t dnn_plain_tag(int nd)
+{
+    return nd == 1 ? dnnl_ncw : nd == 2 ? dnnl_nchw : dnnl_ncdhw;
+}
+
 /* The process's CPU engine, made once (NULL when that failed:
  * dnn_engine_status() says why). */
 dnnl_engine_t dnn_engine(void);

@@ -1,7 +1,7 @@
 /* The prepare step shared by the session and the pipeline (prepare.h). */
 #include "exec/prepare.h"
 
-#include "exec/ops/conv.h"
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
 
@@ -12,7 +12,7 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
         ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
     if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
-    ipu_conv_chain(g);
+    ipu_dnn_chain(g);
     return IPU_OK;
 }
 
