@@ -142,12 +142,22 @@ void ipu_dnn_free(ipu_dnn_t *p);
  * W" (L and W lists like "0,2"). */
 void ipu_dnn_bind_threads(int index, int threads);
 
-/* Activations kept in oneDNN's layout between two primitives: 1 when
- * producer's output layout is the layout consumer reads it in (its input
- * X, or as_residual its residual R, which is its output's layout), not
- * ours, and of the plain tensor's byte size (so the buffer planned for it
- * holds it). */
+/* Activations kept in oneDNN's layout between two primitives: how
+ * consumer can read producer's output in producer's layout (as its input
+ * X, or as_residual as its residual R, which is in its output's layout):
+ * IPU_DNN_CHAIN_AS_IS when that is the layout consumer reads (no reorder:
+ * ipu_dnn_set_chain), IPU_DNN_CHAIN_REORDER when consumer can reorder it
+ * into its own (ipu_dnn_chain_reorder: one reorder in place of two), 0
+ * when producer writes ours or its layout is not of the plain tensor's
+ * byte size (the buffer planned for it holds only that). */
+enum { IPU_DNN_CHAIN_AS_IS = 1, IPU_DNN_CHAIN_REORDER = 2 };
 int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer, int as_residual);
+/* Make consumer reorder its X (or as_residual R) from producer's layout
+ * instead of ours, for a pair ipu_dnn_can_chain() said REORDER, before any
+ * run; the producer then writes its layout (ipu_dnn_set_chain). Errors
+ * (consumer unchanged): IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL. */
+ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *consumer,
+                                   const ipu_dnn_t *producer, int as_residual);
 /* From now on p reads its input (src_blocked), its residual (res_blocked)
  * and/or writes its output (dst_blocked) in its own layout instead of ours:
  * no reorder. Set only on pairs ipu_dnn_can_chain() accepted, before any

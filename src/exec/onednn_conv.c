@@ -94,6 +94,7 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
     if ((st = dnn_plain_io(n, p, &src, &dst)) != IPU_OK)
         goto out;
+    p->res_user = dst;
     if (p->dst_out) {
         if (p->has_res)
             DNN_TRY(dnn_make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),

@@ -14,6 +14,7 @@ struct ipu_dnn {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
     dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
+    dnnl_memory_desc_t res_user; /* the residual's: ours, or its producer's layout */
     dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
     dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */

@@ -44,48 +44,66 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
     return 1;
 }
 
-/* Chain the output of node c when every reader can take it in c's layout
- * (readers reading it as their source remade to, where they can). */
-static void chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_dnn_node_t *pc)
+/* Keep the output of node c in its primitive's layout when every reader can
+ * take it so, as it is (readers reading it as their source remade to, where
+ * they can) or through one reorder of its own. */
+static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_dnn_node_t *pc)
 {
-    int readers[MAX_READERS], slots[MAX_READERS], n = 0, ok = 1;
+    int readers[MAX_READERS], slots[MAX_READERS], how[MAX_READERS], n = 0, ok = 1;
     ipu_dnn_t *made[MAX_READERS] = {NULL};
+    ipu_status_t st = IPU_OK;
     if (c->n_outputs < 1 || c->outputs[0] < 0 ||
         !chain_readers(g, c->outputs[0], readers, slots, &n, 0) || n == 0)
-        return;
+        return IPU_OK;
     for (int j = 0; j < n && ok; j++) {
         ipu_node_t *r = &g->nodes[readers[j]];
         ipu_dnn_node_t *pr = dnn_node(r);
         int as_res = slots[j] == pr->res_slot;
-        if (ipu_dnn_can_chain(pc->p, pr->p, as_res))
-            continue;
-        ok = !as_res && pr->adopt && pr->adopt(r, pc->p, &made[j]) == IPU_OK &&
-             ipu_dnn_can_chain(pc->p, made[j], 0);
+        how[j] = ipu_dnn_can_chain(pc->p, pr->p, as_res);
+        if (how[j] != IPU_DNN_CHAIN_AS_IS && !as_res && pr->adopt &&
+            pr->adopt(r, pc->p, &made[j]) == IPU_OK) {
+            if (ipu_dnn_can_chain(pc->p, made[j], 0) == IPU_DNN_CHAIN_AS_IS) {
+                how[j] = IPU_DNN_CHAIN_AS_IS;
+            } else {
+                ipu_dnn_free(made[j]);
+                made[j] = NULL;
+            }
+        }
+        ok = how[j] != 0;
     }
     for (int j = 0; j < n; j++) {
-        ipu_dnn_node_t *pr = dnn_node(&g->nodes[readers[j]]);
+        ipu_node_t *r = &g->nodes[readers[j]];
+        ipu_dnn_node_t *pr = dnn_node(r);
+        int as_res = slots[j] == pr->res_slot;
         if (ok && made[j]) {
             ipu_dnn_free(pr->p);
             pr->p = made[j];
         } else {
             ipu_dnn_free(made[j]);
         }
-        if (ok)
-            ipu_dnn_set_chain(pr->p, slots[j] == 0, 0, slots[j] == pr->res_slot);
+        if (!ok || st != IPU_OK)
+            continue;
+        if (how[j] == IPU_DNN_CHAIN_AS_IS)
+            ipu_dnn_set_chain(pr->p, !as_res, 0, as_res);
+        else
+            st = ipu_dnn_chain_reorder(r, pr->p, pc->p, as_res);
     }
-    if (ok) {
+    if (ok && st == IPU_OK) {
         ipu_dnn_set_chain(pc->p, 0, 1, 0);
         ipu_debug("node '%s' (%s): output kept in oneDNN's layout for %d reader(s)", c->name,
                   c->op_type, n);
     }
+    return st;
 }
 
-void ipu_dnn_chain(ipu_graph_t *g)
+ipu_status_t ipu_dnn_chain(ipu_graph_t *g)
 {
-    for (int k = 0; k < g->n_nodes; k++) {
+    ipu_status_t st = IPU_OK;
+    for (int k = 0; k < g->n_nodes && st == IPU_OK; k++) {
         const ipu_node_t *c = &g->nodes[g->order ? g->order[k] : k];
         const ipu_dnn_node_t *pc = dnn_node(c);
         if (pc)
-            chain_output(g, c, pc);
+            st = chain_output(g, c, pc);
     }
+    return st;
 }

@@ -28,13 +28,16 @@ typedef struct ipu_dnn_node {
  * Identity nodes) is a node with a primitive reading it as its source or
  * residual, and that is no graph output: readers with adopt() are remade
  * to read the producer's layout (in topological order, so a remade reader
- * may in turn pass it on), and when the layouts of all sides then agree
- * (ipu_dnn_can_chain) the producer writes the value in that layout and the
- * readers take it as it is. Otherwise nothing changes. The layout is a
- * property of the value on every rank, so a pipeline boundary carries the
- * same bytes a single rank keeps. Run after ipu_graph_fuse() on every path
- * that executes the graph; again after any re-infer. Never fails: a
- * primitive that cannot be remade leaves its value in our layout. */
-void ipu_dnn_chain(ipu_graph_t *g);
+ * may in turn pass it on); then, where every reader can take it in the
+ * producer's layout (ipu_dnn_can_chain), as it is or through one reorder
+ * into its own, the producer writes it in that layout, with no reorder to
+ * ours in between. Otherwise nothing changes. The layout is a property of
+ * the value on every rank, so a pipeline boundary carries the same bytes a
+ * single rank keeps. Run after ipu_graph_fuse() on every path that
+ * executes the graph; again after any re-infer. A primitive that cannot be
+ * remade leaves its value as it was; errors (out of memory making a
+ * reorder: IPU_ERR_NO_MEMORY, naming the node) leave the graph unfit to
+ * run. */
+ipu_status_t ipu_dnn_chain(ipu_graph_t *g);
 
 #endif
