@@ -11,8 +11,9 @@
 #include "exec/device.h"
 
 /* Give graph input k the dtype and shape of inputs[k] (g->n_inputs
- * entries; data not read), infer every shape and fuse with the op
- * registry. Errors: the inference's and fusion's. */
+ * entries; data not read), infer every shape, fuse with the op registry
+ * and choose which activations stay in oneDNN's layouts (ipu_dnn_chain,
+ * ops/dnn_chain.h). Errors: the inference's, fusion's and layout pass's. */
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs);
 
 /* Which stage ipu_prepare_stage builds. */
