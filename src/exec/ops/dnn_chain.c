@@ -60,7 +60,8 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         ipu_dnn_node_t *pr = dnn_node(r);
         int as_res = slots[j] == pr->res_slot;
         how[j] = ipu_dnn_can_chain(pc->p, pr->p, as_res);
-        if (how[j] != IPU_DNN_CHAIN_AS_IS && !as_res && pr->adopt &&
+        /* 0: the producer writes ours, which a remade reader could not change */
+        if (how[j] == IPU_DNN_CHAIN_REORDER && !as_res && pr->adopt &&
             pr->adopt(r, pc->p, &made[j]) == IPU_OK) {
             if (ipu_dnn_can_chain(pc->p, made[j], 0) == IPU_DNN_CHAIN_AS_IS) {
                 how[j] = IPU_DNN_CHAIN_AS_IS;
