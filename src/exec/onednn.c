@@ -448,7 +448,7 @@ void ipu_dnn_free(ipu_dnn_t *p)
     free(p);
 }
 
-/* The layout b reads X (or as_residual R) in, and ours of it. */
+/* The layout b reads X (or as_residual R) in. */
 static const dnnl_memory_desc_t *chain_target(const ipu_dnn_t *b, int as_residual)
 {
     return as_residual ? &b->dst_md : &b->src_md;
