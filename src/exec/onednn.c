@@ -368,7 +368,7 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
         }
         if (res != y || !as_dst)
             DNN_TRY(dnn_run_reorder(as_dst ? p->res_copy : p->res_in, s,
-                                as_dst ? &p->dst_md : &p->dst_user, res, &p->dst_md, y, pad),
+                                as_dst ? &p->dst_md : &p->res_user, res, &p->dst_md, y, pad),
                     "copying the residual");
     }
     DNN_TRY(dnn_arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
@@ -448,14 +448,52 @@ void ipu_dnn_free(ipu_dnn_t *p)
     free(p);
 }
 
+/* The layout b reads X (or as_residual R) in. */
+static const dnnl_memory_desc_t *chain_target(const ipu_dnn_t *b, int as_residual)
+{
+    return as_residual ? &b->dst_md : &b->src_md;
+}
+
 int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
 {
     if (a == NULL || b == NULL || a->dst_out == NULL ||
         dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user))
         return 0;
-    if (as_residual)
-        return b->res_in && dnnl_memory_desc_equal(&a->dst_md, &b->dst_md);
-    return b->src_in && dnnl_memory_desc_equal(&a->dst_md, &b->src_md);
+    if (as_residual ? b->res_in && dnnl_memory_desc_equal(&a->dst_md, &b->dst_md)
+                    : b->src_in && dnnl_memory_desc_equal(&a->dst_md, &b->src_md))
+        return IPU_DNN_CHAIN_AS_IS;
+    /* a reorder from a's layout in place of b's from ours: of the same dims */
+    const dnnl_memory_desc_t *t = chain_target(b, as_residual);
+    if ((as_residual && !b->has_res) || t->ndims != a->dst_md.ndims)
+        return 0;
+    for (int i = 0; i < t->ndims; i++)
+        if (t->dims[i] != a->dst_md.dims[i])
+            return 0;
+    return IPU_DNN_CHAIN_REORDER;
+}
+
+ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *b, const ipu_dnn_t *a,
+                                   int as_residual)
+{
+    ipu_status_t st = IPU_OK;
+    dnnl_primitive_t r = NULL;
+    const dnnl_memory_desc_t *t = chain_target(b, as_residual);
+    DNN_TRY(dnn_make_reorder(&a->dst_md, t, 1, &b->pad_bytes, &r),
+            as_residual ? "reordering the residual" : "reordering X");
+    if (as_residual) {
+        if (b->res_in)
+            dnnl_primitive_destroy(b->res_in);
+        b->res_in = r;
+        b->res_user = a->dst_md;
+    } else {
+        if (b->src_in)
+            dnnl_primitive_destroy(b->src_in);
+        b->src_in = r;
+        b->src_user = a->dst_md;
+        b->src_bytes = dnn_align64(dnnl_memory_desc_get_size(t));
+    }
+out:
+    return st;
 }
 
 void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked)

@@ -91,6 +91,24 @@ typedef struct ipu_dnn_lrn_desc {
     float alpha, beta, bias;
 } ipu_dnn_lrn_desc_t;
 
+/* Pooling (MaxPool-12, AveragePool-19, the global pools of Operators.md):
+ * X [N, C, in...] -> Y [N, C, out...] dense, nd spatial dims (1 to 3),
+ * kernel k, strides s, dilations d >= 1 as in ONNX, pads at the beginning
+ * (pb) and end (pe) with pe reaching as far as the last window does (for
+ * ceil_mode: out = (in + pb + pe - ((k - 1) * d + 1)) / s + 1 exactly, and
+ * each pad less than a window, (k - 1) * d + 1). Padded taps are skipped
+ * by MAX and AVG_EXCLUDE_PAD; AVG_INCLUDE_PAD divides every window by the
+ * kernel's taps. */
+typedef enum {
+    IPU_DNN_POOL_MAX, IPU_DNN_POOL_AVG_INCLUDE_PAD, IPU_DNN_POOL_AVG_EXCLUDE_PAD,
+} ipu_dnn_pool_alg_t;
+typedef struct ipu_dnn_pool_desc {
+    int nd;
+    ipu_dnn_pool_alg_t alg;
+    int64_t N, C;
+    int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
+} ipu_dnn_pool_desc_t;
+
 /* One primitive made for a node, with what running it needs. */
 typedef struct ipu_dnn ipu_dnn_t;
 
@@ -110,6 +128,15 @@ ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_d
  * [rows]), var (out, [rows]; InvStdDev is 1 / sqrt(var + eps)). */
 ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, float eps,
                                ipu_dnn_t **out);
+
+/* Pooling, run with ipu_dnn_exec() (no further operands). like: NULL, or
+ * the primitive of the node whose output this one reads: X is then taken in
+ * like's output layout (where it is of X's dims), so that
+ * ipu_dnn_can_chain(like, result) may hold; Y is in the primitive's layout
+ * of X's kind. Either way X and Y are reordered from and to ours inside the
+ * op unless chained. */
+ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, const ipu_dnn_t *like,
+                          ipu_dnn_t **out);
 
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */
@@ -153,12 +180,22 @@ void ipu_dnn_free(ipu_dnn_t *p);
  * W" (L and W lists like "0,2"). */
 void ipu_dnn_bind_threads(int index, int threads);
 
-/* Activations kept in oneDNN's layout between two convolutions: 1 when
- * producer's output layout is the layout consumer reads it in (its input
- * X, or as_residual its residual R, which is its output's layout), blocked,
- * and of the plain tensor's byte size (so the buffer planned for it holds
- * it). */
+/* Activations kept in oneDNN's layout between two primitives: how
+ * consumer can read producer's output in producer's layout (as its input
+ * X, or as_residual as its residual R, which is in its output's layout):
+ * IPU_DNN_CHAIN_AS_IS when that is the layout consumer reads (no reorder:
+ * ipu_dnn_set_chain), IPU_DNN_CHAIN_REORDER when consumer can reorder it
+ * into its own (ipu_dnn_chain_reorder: one reorder in place of two), 0
+ * when producer writes ours or its layout is not of the plain tensor's
+ * byte size (the buffer planned for it holds only that). */
+enum { IPU_DNN_CHAIN_AS_IS = 1, IPU_DNN_CHAIN_REORDER = 2 };
 int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer, int as_residual);
+/* Make consumer reorder its X (or as_residual R) from producer's layout
+ * instead of ours, for a pair ipu_dnn_can_chain() said REORDER, before any
+ * run; the producer then writes its layout (ipu_dnn_set_chain). Errors
+ * (consumer unchanged): IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL. */
+ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *consumer,
+                                   const ipu_dnn_t *producer, int as_residual);
 /* From now on p reads its input (src_blocked), its residual (res_blocked)
  * and/or writes its output (dst_blocked) in its own layout instead of ours:
  * no reorder. Set only on pairs ipu_dnn_can_chain() accepted, before any

@@ -3,7 +3,6 @@
 
 #include "common/settings.h"
 
-static const dnnl_format_tag_t act_tag[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
 static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
 static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw,
                                               dnnl_goidhw};
@@ -54,8 +53,8 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         pl[j] = d->pb[j];
         pr[j] = d->pe[j];
     }
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, act_tag[nd]), "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, act_tag[nd]), "describing Y");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, dnn_plain_tag(nd)), "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, dnn_plain_tag(nd)), "describing Y");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei, wr, wdims, dnnl_f32, g ? gwei_tag[nd] : wei_tag[nd]),
             "describing W");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
@@ -95,6 +94,7 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
     if ((st = dnn_plain_io(n, p, &src, &dst)) != IPU_OK)
         goto out;
+    p->res_user = dst;
     if (p->dst_out) {
         if (p->has_res)
             DNN_TRY(dnn_make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),

@@ -14,6 +14,7 @@ struct ipu_dnn {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
     dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
+    dnnl_memory_desc_t res_user; /* the residual's: ours, or its producer's layout */
     dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
     dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
@@ -43,6 +44,12 @@ struct ipu_dnn {
 static inline size_t dnn_align64(size_t b)
 {
     return (b + 63) / 64 * 64;
+}
+
+/* Our layout of an activation of nd spatial dims (1 to 3): ncw, nchw, ncdhw. */
+static inline dnnl_format_tag_t dnn_plain_tag(int nd)
+{
+    return nd == 1 ? dnnl_ncw : nd == 2 ? dnnl_nchw : dnnl_ncdhw;
 }
 
 /* The process's CPU engine, made once (NULL when that failed:

@@ -1,7 +1,7 @@
 /* The prepare step shared by the session and the pipeline (prepare.h). */
 #include "exec/prepare.h"
 
-#include "exec/ops/conv.h"
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "graph/fold_bn.h"
 #include "graph/fuse.h"
@@ -14,8 +14,7 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
     if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fold_bn(g, ipu_op_lookup, NULL)) != IPU_OK ||
         (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
-    ipu_conv_chain(g);
-    return IPU_OK;
+    return ipu_dnn_chain(g);
 }
 
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,

@@ -13,8 +13,9 @@
 /* Give graph input k the dtype and shape of inputs[k] (g->n_inputs
  * entries; data not read), infer every shape, fold BatchNormalization into
  * the Conv or Gemm before it (graph/fold_bn.h), fuse with the op registry
- * and chain the convolutions' layouts. Errors: those of the inference, the
- * folding and the fusion. */
+ * and choose which activations stay in oneDNN's layouts (ipu_dnn_chain,
+ * ops/dnn_chain.h). Errors: the inference's, the folding's, the fusion's
+ * and the layout pass's. */
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs);
 
 /* Which stage ipu_prepare_stage builds. */

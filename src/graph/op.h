@@ -23,6 +23,11 @@ enum {
      * planner may alias the buffers and skip run(); run() must still work
      * (it copies) for non-aliased use. */
     IPU_OP_ALIAS_INPUT0 = 1u << 0,
+    /* n->state, when set, starts with the executing layer's record of the
+     * library primitive the node runs on (exec/ops/dnn_chain.h), which its
+     * pass over the prepared graph reads to keep activations in the
+     * library's layout between such nodes. */
+    IPU_OP_DNN = 1u << 1,
 };
 
 typedef struct ipu_op {

@@ -224,11 +224,43 @@ def decoder_model():
     return make
 
 
+class PoolChain(nn.Module):
+    """Pools between convolutions, whose activations ipu-exec keeps in
+    oneDNN's layouts through them: ceil-mode MaxPool, a pool output that a
+    convolution reads both as its input and as its fused residual,
+    AveragePool with and without count_include_pad under ceil_mode (once
+    with a window overhanging the end padding), a dilated MaxPool and the
+    global average."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 32, 3, padding=1)
+        self.c2 = nn.Conv2d(32, 32, 3, padding=1)
+        self.c3 = nn.Conv2d(32, 64, 1)
+        self.c4 = nn.Conv2d(64, 64, 3, padding=1)
+        self.c5 = nn.Conv2d(64, 64, 3, padding=1)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.c1(x)), 3, 2, ceil_mode=True)
+        y = F.relu(self.c2(y) + y)
+        y = F.avg_pool2d(y, 3, 2, padding=1, ceil_mode=True, count_include_pad=False)
+        y = F.relu(self.c3(y))
+        y = F.avg_pool2d(y, 3, 2, padding=1, ceil_mode=True, count_include_pad=True)
+        y = F.relu(self.c4(y))
+        y = F.max_pool2d(y, 2, 1, dilation=2)
+        return F.adaptive_avg_pool2d(self.c5(y), 1).flatten(1)
+
+
+def pool_chain(batch):
+    return PoolChain(), (torch.randn(batch, 3, 61, 61),), ["input"], ["logits"]
+
+
 VISION = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1",
           "densenet121", "efficientnet_b0", "vgg16"]
 
 ZOO = {name: vision_model(name) for name in VISION}
 ZOO.update({
+    "pool_chain": pool_chain,
     "gpt2_tiny": text_model(GPT2, 32, vocab=1024, ctx=64, layers=4, dim=128, heads=4),
     "gpt2_small": text_model(GPT2, 128, vocab=50257, ctx=1024, layers=12, dim=768, heads=12),
     "bert_tiny": text_model(BERT, 32, vocab=1024, ctx=64, layers=4, dim=128, heads=4),

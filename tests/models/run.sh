@@ -22,10 +22,11 @@ IPU_EXEC=${IPU_EXEC:-$top_builddir/ipu-exec}
 cache=${MODEL_CACHE:-$top_builddir/tests/models/cache}
 timeout=${MODEL_TIMEOUT:-600}
 
-# The make-check subset: a representative CNN or two and both transformers
-# at the opsets PyTorch exports them with (17 brings LayerNormalization), and
-# a small encoder-decoder of transposed convolutions (batch 2).
-specs=${*:-1:13:resnet18 1:13:mobilenet_v2 1:13:gpt2_tiny 1:17:gpt2_tiny 1:13:bert_tiny 1:17:bert_tiny 2:13:decoder_tiny}
+# The make-check subset: a representative CNN or two, a small one of pools
+# between convolutions, both transformers at the opsets PyTorch exports them
+# with (17 brings LayerNormalization), and a small encoder-decoder of
+# transposed convolutions (batch 2).
+specs=${*:-1:13:resnet18 1:13:mobilenet_v2 1:13:pool_chain 1:13:gpt2_tiny 1:17:gpt2_tiny 1:13:bert_tiny 1:17:bert_tiny 2:13:decoder_tiny}
 
 if [ ! -x "$PYTHON_REF" ] || ! "$PYTHON_REF" -c 'import torch, torchvision, onnx, numpy' 2>/dev/null; then
     echo "SKIP: $PYTHON_REF with torch, torchvision, onnx and numpy is needed" \

@@ -298,3 +298,36 @@ lrn("lrn_size1_3d", [2, 7, 9], 1, alpha=0.3, beta=1.0, bias=1.0)
 lrn("lrn_size7_wide", [1, 4, 5, 5], 7, alpha=0.4, beta=0.6, bias=0.5)
 lrn("lrn_size2", [2, 5, 3, 4], 2, alpha=0.5, beta=0.75, bias=1.0)
 lrn("lrn_size4", [1, 9, 6, 5], 4, alpha=0.8, beta=0.9, bias=1.2)
+
+
+def avg_pool_dilated(x, k, s, d, pads, include_pad):
+    """AveragePool-19 with dilations (PyTorch's avg_pool has none): the sum of
+    each dilated window (a convolution with ones over the zero-padded input)
+    over its taps inside the input, or inside the padded input."""
+    nd = len(k)
+    ones = torch.ones((1, 1) + tuple(k), dtype=torch.float64)
+    planes = t(x).double().reshape((-1, 1) + x.shape[2:])
+    total = CONV[nd](onnx_pad(planes, pads), ones, stride=s, dilation=d)
+    mask = onnx_pad(torch.ones_like(planes[:1]), pads, value=1.0 if include_pad else 0.0)
+    count = CONV[nd](mask, ones, stride=s, dilation=d)
+    y = total / count
+    return y.reshape(x.shape[:2] + y.shape[2:]).numpy()
+
+
+# on oneDNN: ceil_mode with dilations, channels enough for its vector paths
+x = rand(2, 32, 13, 12)
+save("maxpool_ceil_dil", in0=x,
+     out0=F.max_pool2d(t(x), 3, 2, padding=1, dilation=2, ceil_mode=True).numpy())
+x = rand(1, 2, 7, 9, 8)
+save("maxpool3d_ceil", in0=x, out0=F.max_pool3d(t(x), 2, 2, ceil_mode=True).numpy())
+x = rand(1, 32, 7, 7)  # ceil_mode whose last window ends at the end padding
+save("avgpool_include_ceil_fit", in0=x,
+     out0=F.avg_pool2d(t(x), 3, 2, padding=1, ceil_mode=True, count_include_pad=True).numpy())
+x = rand(1, 4, 9, 10)  # pads [1, 2, 1, 0], kernel 3, strides [2, 1], dilations [2, 3]
+save("avgpool_dil_include", in0=x,
+     out0=avg_pool_dilated(x, [3, 3], [2, 1], [2, 3], [1, 2, 1, 0], True))
+save("avgpool_dil_exclude", in0=x,
+     out0=avg_pool_dilated(x, [3, 3], [2, 1], [2, 3], [1, 2, 1, 0], False))
+x = rand(1, 32, 7, 7)
+save("global_avg_32", in0=x, out0=x.astype(np.float64).mean(axis=(2, 3), keepdims=True))
+save("global_max_32", in0=x, out0=x.max(axis=(2, 3), keepdims=True))

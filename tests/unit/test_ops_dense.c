@@ -720,6 +720,49 @@ static void test_avgpool(void **state)
     pool_check(c, "avgpool3d", S(1, 2, 6, 4, 3));
 }
 
+/* cases oneDNN's pooling runs (more channels, 3-D, ceil_mode with
+ * dilations, AveragePool-19's dilations) */
+static void test_pools_dnn(void **state)
+{
+    op_case_t *c = pool_case("maxpool_ceil_dil", "MaxPool", 12, S(2, 32, 13, 12), 1);
+    ints(c, "kernel_shape", S(3, 3));
+    ints(c, "strides", S(2, 2));
+    ints(c, "pads", S(1, 1, 1, 1));
+    ints(c, "dilations", S(2, 2));
+    ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
+    pool_check(c, "maxpool_ceil_dil", S(2, 32, 6, 6));
+
+    c = pool_case("maxpool3d_ceil", "MaxPool", 12, S(1, 2, 7, 9, 8), 1);
+    ints(c, "kernel_shape", S(2, 2, 2));
+    ints(c, "strides", S(2, 2, 2));
+    ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
+    pool_check(c, "maxpool3d_ceil", S(1, 2, 4, 5, 4));
+
+    c = pool_case("avgpool_include_ceil_fit", "AveragePool", 11, S(1, 32, 7, 7), 1);
+    ints(c, "kernel_shape", S(3, 3));
+    ints(c, "strides", S(2, 2));
+    ints(c, "pads", S(1, 1, 1, 1));
+    ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
+    ipu_node_add_attr_int(oc_node(c), "count_include_pad", 1);
+    pool_check(c, "avgpool_include_ceil_fit", S(1, 32, 4, 4));
+
+    for (int include = 0; include <= 1; include++) {
+        const char *cs = include ? "avgpool_dil_include" : "avgpool_dil_exclude";
+        c = pool_case(cs, "AveragePool", 19, S(1, 4, 9, 10), 1);
+        ints(c, "kernel_shape", S(3, 3));
+        ints(c, "strides", S(2, 1));
+        ints(c, "dilations", S(2, 3));
+        ints(c, "pads", S(1, 2, 1, 0));
+        ipu_node_add_attr_int(oc_node(c), "count_include_pad", include);
+        pool_check(c, cs, S(1, 4, 4, 6));
+    }
+
+    pool_check(pool_case("global_avg_32", "GlobalAveragePool", 13, S(1, 32, 7, 7), 1),
+               "global_avg_32", S(1, 32, 1, 1));
+    pool_check(pool_case("global_max_32", "GlobalMaxPool", 13, S(1, 32, 7, 7), 1),
+               "global_max_32", S(1, 32, 1, 1));
+}
+
 static void test_global_pools(void **state)
 {
     pool_check(pool_case("global_avg", "GlobalAveragePool", 13, S(2, 3, 5, 4), 1), "global_avg",
@@ -792,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_indices),
         cmocka_unit_test(test_avgpool),
         cmocka_unit_test(test_global_pools),
+        cmocka_unit_test(test_pools_dnn),
         cmocka_unit_test(test_pool_errors),
         cmocka_unit_test(test_opset_coverage),
     };

@@ -8,8 +8,8 @@
  * it prefers when a device loads the stage (load()), a copy kept beside
  * the constant and charged to the stage's weights (held()). Its activations are
  * reordered to and from our NCHW inside the op, through the scratch buffer,
- * except between two convolutions that agree on oneDNN's layout
- * (ipu_conv_chain, conv.h): that tensor stays in it.
+ * except where the layout pass (dnn_chain.h) keeps the tensor in oneDNN's
+ * layout between this node and its producer or readers.
  *
  * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
  * x * Sigmoid(x) that consumed the output into the node (the private
@@ -20,10 +20,9 @@
  * tensor of its shape into the node (IPU_CONV_SUM_ATTR): that tensor is
  * input 3, copied (or reordered) into the output before the run and added
  * by a sum post-op before the activation. */
-#include "exec/ops/conv.h"
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
-#include "exec/onednn.h"
 #include "graph/fuse.h"
 
 #include <math.h>
@@ -31,7 +30,7 @@
 #include <string.h>
 
 typedef struct conv_state {
-    ipu_dnn_t *p;
+    ipu_dnn_node_t dnn; /* first: the layout pass reads it (IPU_OP_DNN) */
 } conv_state_t;
 
 static ipu_status_t conv_act(const ipu_node_t *n, ipu_dnn_act_t *a)
@@ -58,7 +57,7 @@ static void conv_fini(ipu_node_t *n)
 {
     conv_state_t *s = n->state;
     if (s)
-        ipu_dnn_free(s->p);
+        ipu_dnn_free(s->dnn.p);
     free(s);
     n->state = NULL;
 }
@@ -142,16 +141,17 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    s->dnn.res_slot = 3;
     n->state = s;
     if (ipu_shape_numel(x->rank, dims) == 0 || ipu_shape_numel(x->rank, x->dims) == 0)
         return IPU_OK; /* nothing to compute */
-    return ipu_dnn_conv(n, &d, &s->p);
+    return ipu_dnn_conv(n, &d, &s->dnn.p);
 }
 
 static size_t conv_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const conv_state_t *s = n->state;
-    return s ? ipu_dnn_scratch(s->p) : 0;
+    return s ? ipu_dnn_scratch(s->dnn.p) : 0;
 }
 
 static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
@@ -159,89 +159,31 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 {
     const conv_state_t *s = n->state;
     const float *bias = n->n_inputs > 2 ? in[2].data : NULL;
-    if (s->p == NULL) { /* an empty input: Y is empty or the bias */
+    if (s->dnn.p == NULL) { /* an empty input: Y is empty or the bias */
         size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
         if (bytes)
             memset(out[0].data, 0, bytes);
         return IPU_OK;
     }
     const float *res = n->n_inputs > 3 ? in[3].data : NULL;
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, out[0].data, ctx);
+    return ipu_dnn_run(n, s->dnn.p, in[0].data, in[1].data, bias, res, out[0].data, ctx);
 }
 
 static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const conv_state_t *s = n->state;
     const ipu_value_t *w = ipu_node_input(g, n, 1);
-    return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
+    return s && w ? ipu_dnn_load_weights(n, s->dnn.p, w->data) : IPU_OK;
 }
 
 static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const conv_state_t *s = n->state;
-    return s ? ipu_dnn_weights_held(s->p) : 0;
-}
-
-/* The Conv nodes reading value v as X or as their fused residual, directly
- * or through Identity nodes, into readers and the slot read into slots (*n
- * of them, at most cap); 0 when another node reads it or it (or an
- * Identity's output) is a graph output. */
-static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, int *n, int cap,
-                         int depth)
-{
-    if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
-        return 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ipu_node_t *r = &g->nodes[i];
-        for (int k = 0; k < r->n_inputs; k++) {
-            if (r->inputs[k] != v)
-                continue;
-            const conv_state_t *s = r->state;
-            if (r->folded)
-                return 0;
-            if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
-                if (!chain_readers(g, r->outputs[0], readers, slots, n, cap, depth + 1))
-                    return 0;
-            } else if (strcmp(r->op_type, "Conv") == 0 && (k == 0 || k == 3) && s && s->p &&
-                       *n < cap) {
-                slots[*n] = k;
-                readers[(*n)++] = i;
-            } else {
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
-
-static ipu_dnn_t *conv_dnn(const ipu_graph_t *g, int node)
-{
-    return ((const conv_state_t *)g->nodes[node].state)->p;
-}
-
-void ipu_conv_chain(ipu_graph_t *g)
-{
-    enum { MAX_READERS = 16 };
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ipu_node_t *c = &g->nodes[i];
-        const conv_state_t *s = c->state;
-        int readers[MAX_READERS], slots[MAX_READERS], n = 0, ok = 1;
-        if (c->folded || strcmp(c->op_type, "Conv") != 0 || s == NULL || s->p == NULL ||
-            c->n_outputs != 1 || c->outputs[0] < 0 ||
-            !chain_readers(g, c->outputs[0], readers, slots, &n, MAX_READERS, 0) || n == 0)
-            continue;
-        for (int j = 0; j < n && ok; j++)
-            ok = ipu_dnn_can_chain(s->p, conv_dnn(g, readers[j]), slots[j] == 3);
-        if (!ok)
-            continue;
-        ipu_dnn_set_chain(s->p, 0, 1, 0);
-        for (int j = 0; j < n; j++)
-            ipu_dnn_set_chain(conv_dnn(g, readers[j]), slots[j] == 0, 0, slots[j] == 3);
-    }
+    return s ? ipu_dnn_weights_held(s->dnn.p) : 0;
 }
 
 static const ipu_op_t conv_op = {
-    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
+    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21, .flags = IPU_OP_DNN,
     .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
     .held = conv_held, .fini = conv_fini,
 };

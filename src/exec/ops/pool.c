@@ -6,16 +6,23 @@
  * window.h (a ceil-mode window that would start in the end padding is
  * dropped, as in PyTorch and onnxruntime). AveragePool divides by the taps
  * inside the input, or with count_include_pad by the taps inside the padded
- * input. MaxPool's optional Indices output (int64, flattened over N, C and
- * the spatial dims; storage_order 1 = column-major spatial, 1-D/2-D only) is
- * computed by a plain scalar loop; without it the pool runs row-vectorised.
- * The global pools reduce each plane with 8 partial sums / maxima (ew.c).
- * The opset differences (ceil_mode from 10, dilations from 10/19, Indices
- * from 8) are all optional attributes/outputs, so one entry per op serves
- * every opset up to 21. */
+ * input (the explicit or auto pads, not ceil_mode's overhang past them, as
+ * in PyTorch). The opset differences (ceil_mode from 10, dilations from
+ * 10/19, Indices from 8) are all optional attributes/outputs, so one entry
+ * per op serves every opset up to 21.
+ *
+ * Runs on oneDNN's pooling (exec/onednn.h), made at infer for the node's
+ * shapes, with X and Y reordered to and from oneDNN's layout inside the op
+ * unless the layout pass (dnn_chain.h) keeps them in it: a pool reading a
+ * Conv's output is remade (adopt) to read it in the Conv's layout. A plain
+ * loop over each window computes what oneDNN does not: MaxPool's optional
+ * Indices output (int64, flattened over N, C and the spatial dims;
+ * storage_order 1 = column-major spatial, 1-D/2-D only), pads as wide as a
+ * window, and count_include_pad where a ceil-mode window overhangs the end
+ * padding (oneDNN would count the overhang). */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
-#include "exec/ops/ew.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +31,8 @@
 enum { POOL_MAX, POOL_AVG, POOL_GLOBAL_MAX, POOL_GLOBAL_AVG };
 
 typedef struct pool_state {
+    ipu_dnn_node_t dnn;   /* first (IPU_OP_DNN); its p NULL: pool_loop() runs */
+    ipu_dnn_pool_desc_t d; /* what the primitive was made from (adopt) */
     ipu_window_t w;
     int kind;
     int64_t planes;      /* N * C */
@@ -41,6 +50,54 @@ static int pool_kind(const ipu_node_t *n)
     if (strcmp(n->op_type, "GlobalMaxPool") == 0)
         return POOL_GLOBAL_MAX;
     return POOL_GLOBAL_AVG;
+}
+
+/* s->d for oneDNN from s->w (X [N, C, ...]); 0 when oneDNN would not give
+ * ONNX's result: a pad as wide as a window (a window wholly in padding), a
+ * dilation past the input, or count_include_pad where the last window
+ * overhangs the end padding. */
+static int pool_dnn_desc(pool_state_t *s, int64_t N, int64_t C)
+{
+    const ipu_window_t *w = &s->w;
+    ipu_dnn_pool_desc_t *d = &s->d;
+    int avg = s->kind == POOL_AVG || s->kind == POOL_GLOBAL_AVG;
+    d->nd = w->nd;
+    d->N = N;
+    d->C = C;
+    d->alg = !avg ? IPU_DNN_POOL_MAX
+             : s->include_pad ? IPU_DNN_POOL_AVG_INCLUDE_PAD : IPU_DNN_POOL_AVG_EXCLUDE_PAD;
+    for (int j = 0; j < w->nd; j++) {
+        int i = IPU_WINDOW_MAX_DIMS - w->nd + j; /* w holds the nd dims right-aligned */
+        int64_t eff = (w->k[i] - 1) * w->d[i] + 1;
+        /* the end padding the last window reaches: more than pe in ceil mode */
+        int64_t reach = (w->out[i] - 1) * w->s[i] + eff - w->in[i] - w->pb[i];
+        d->in[j] = w->in[i];
+        d->k[j] = w->k[i];
+        d->s[j] = w->s[i];
+        d->d[j] = w->d[i];
+        d->pb[j] = w->pb[i];
+        d->pe[j] = reach > w->pe[i] ? reach : w->pe[i];
+        d->out[j] = w->out[i];
+        if (w->pb[i] >= eff || d->pe[j] >= eff || w->d[i] > w->in[i] ||
+            (s->include_pad && reach > w->pe[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static ipu_status_t pool_adopt(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    const pool_state_t *s = n->state;
+    return ipu_dnn_pool(n, &s->d, like, out);
+}
+
+static void pool_fini(ipu_node_t *n)
+{
+    pool_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->dnn.p);
+    free(s);
+    n->state = NULL;
 }
 
 static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -76,11 +133,14 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
     s->include_pad = ipu_attr_int(n, "count_include_pad", 0) != 0;
     s->storage_order = (int)ipu_attr_int(n, "storage_order", 0);
     ipu_status_t st = IPU_OK;
-    if (global) {
-        for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++)
+    if (global) { /* a window of the whole plane */
+        for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++) {
             s->w.in[i] = s->w.k[i] = s->w.s[i] = s->w.d[i] = s->w.out[i] = 1;
+            s->w.pb[i] = s->w.pe[i] = 0;
+        }
         for (int j = 0; j < nd; j++) {
-            s->w.in[IPU_WINDOW_MAX_DIMS - nd + j] = x->dims[2 + j];
+            s->w.in[IPU_WINDOW_MAX_DIMS - nd + j] = s->w.k[IPU_WINDOW_MAX_DIMS - nd + j] =
+                x->dims[2 + j];
             if (x->dims[2 + j] < 1)
                 st = ipu_op_error(IPU_ERR_SHAPE, n, "empty spatial dimension %d", j);
         }
@@ -101,6 +161,8 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
     s->planes = x->dims[0] * x->dims[1];
     s->isz = ipu_window_in_size(&s->w);
     s->osz = ipu_window_out_size(&s->w);
+    s->dnn.res_slot = -1;
+    s->dnn.adopt = pool_adopt;
     n->state = s;
     int64_t dims[IPU_MAX_RANK];
     dims[0] = x->dims[0];
@@ -110,68 +172,64 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
     if (ind)
         ipu_value_set_shape(ind, IPU_DTYPE_INT64, x->rank, dims);
-    return IPU_OK;
+    if (ind || s->planes == 0 || !pool_dnn_desc(s, x->dims[0], x->dims[1]))
+        return IPU_OK; /* pool_loop() */
+    st = ipu_dnn_pool(n, &s->d, NULL, &s->dnn.p);
+    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* no oneDNN kernel: pool_loop() */
 }
 
 static size_t pool_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const pool_state_t *s = n->state;
-    /* AveragePool: the divisor's factor along the last dim, per output column */
-    return s && s->kind == POOL_AVG ? (size_t)s->w.out[2] * sizeof(float) : 0;
+    return s ? ipu_dnn_scratch(s->dnn.p) : 0;
 }
 
-/* MaxPool with Indices: scalar loop, first maximum wins (as PyTorch). */
-static void maxpool_indices(const pool_state_t *s, const float *x, float *y, int64_t *ind)
+/* The pools as a plain loop over each output's window (what oneDNN does not
+ * compute): MaxPool's first maximum wins (as in PyTorch); ind (NULL for
+ * none) gets its flattened index, -1 for a window wholly in padding. */
+static void pool_loop(const pool_state_t *s, const float *x, float *y, int64_t *ind)
 {
     const ipu_window_t *w = &s->w;
-    const int64_t D = w->in[0], H = w->in[1], W = w->in[2];
+    const int avg = s->kind == POOL_AVG || s->kind == POOL_GLOBAL_AVG;
+    const int64_t taps = ipu_window_taps(w);
     for (int64_t p = 0; p < s->planes; p++) {
         const float *xp = x + p * s->isz;
-        for (int64_t od = 0; od < w->out[0]; od++)
-            for (int64_t oh = 0; oh < w->out[1]; oh++)
-                for (int64_t ow = 0; ow < w->out[2]; ow++) {
-                    float best = -INFINITY;
-                    int64_t bi = -1;
-                    for (int64_t td = 0; td < w->k[0]; td++) {
-                        int64_t id = od * w->s[0] + td * w->d[0] - w->pb[0];
-                        for (int64_t th = 0; th < w->k[1] && id >= 0 && id < D; th++) {
-                            int64_t ih = oh * w->s[1] + th * w->d[1] - w->pb[1];
-                            for (int64_t tw = 0; tw < w->k[2] && ih >= 0 && ih < H; tw++) {
-                                int64_t iw = ow * w->s[2] + tw * w->d[2] - w->pb[2];
-                                if (iw < 0 || iw >= W)
-                                    continue;
-                                int64_t at = (id * H + ih) * W + iw;
-                                if (bi < 0 || xp[at] > best) {
-                                    best = xp[at];
-                                    bi = s->storage_order ? iw * H + ih : at;
-                                }
-                            }
-                        }
-                    }
-                    *y++ = best;
-                    *ind++ = bi < 0 ? -1 : p * s->isz + bi;
+        for (int64_t o = 0; o < s->osz; o++) {
+            const int64_t oc[3] = {o / (w->out[1] * w->out[2]), o / w->out[2] % w->out[1],
+                                   o % w->out[2]};
+            float best = -INFINITY, sum = 0.0f;
+            int64_t bi = -1, inside = 0, padded = 0;
+            for (int64_t t = 0; t < taps; t++) {
+                const int64_t tc[3] = {t / (w->k[1] * w->k[2]), t / w->k[2] % w->k[1],
+                                       t % w->k[2]};
+                int64_t at = 0;
+                int in = 1, in_pad = 1;
+                for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++) {
+                    int64_t q = oc[i] * w->s[i] + tc[i] * w->d[i] - w->pb[i];
+                    in &= q >= 0 && q < w->in[i];
+                    in_pad &= q >= -w->pb[i] && q < w->in[i] + w->pe[i];
+                    at = at * w->in[i] + q;
                 }
-    }
-}
-
-static void avgpool_divide(const pool_state_t *s, float *yp, float *cw)
-{
-    const ipu_window_t *w = &s->w;
-    int64_t lo[3], hi[3];
-    for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++) {
-        lo[i] = s->include_pad ? -w->pb[i] : 0;
-        hi[i] = s->include_pad ? w->in[i] + w->pe[i] : w->in[i];
-    }
-    for (int64_t ow = 0; ow < w->out[2]; ow++)
-        cw[ow] = (float)ipu_window_count(w, 2, ow, lo[2], hi[2]);
-    for (int64_t od = 0; od < w->out[0]; od++) {
-        int64_t cd = ipu_window_count(w, 0, od, lo[0], hi[0]);
-        for (int64_t oh = 0; oh < w->out[1]; oh++) {
-            float cdh = (float)(cd * ipu_window_count(w, 1, oh, lo[1], hi[1]));
-            float *row = yp + (od * w->out[1] + oh) * w->out[2];
-            for (int64_t ow = 0; ow < w->out[2]; ow++) {
-                float c = cdh * cw[ow];
-                row[ow] = c > 0.0f ? row[ow] / c : 0.0f;
+                padded += in_pad;
+                if (!in)
+                    continue;
+                inside++;
+                sum += xp[at];
+                if (bi < 0 || xp[at] > best) {
+                    best = xp[at];
+                    bi = at;
+                }
+            }
+            if (avg) {
+                int64_t c = s->include_pad ? padded : inside;
+                y[p * s->osz + o] = c > 0 ? sum / (float)c : 0.0f;
+            } else {
+                y[p * s->osz + o] = best;
+            }
+            if (ind) { /* storage_order 1: 1-D/2-D, so at = ih * W + iw */
+                if (bi >= 0 && s->storage_order)
+                    bi = bi % w->in[2] * w->in[1] + bi / w->in[2];
+                ind[p * s->osz + o] = bi < 0 ? -1 : p * s->isz + bi;
             }
         }
     }
@@ -181,43 +239,17 @@ static ipu_status_t pool_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
                              ipu_kernel_ctx_t *ctx)
 {
     const pool_state_t *s = n->state;
-    const float *x = in[0].data;
-    float *y = out[0].data;
-    if (s->kind == POOL_MAX && n->n_outputs > 1 && out[1].data) {
-        maxpool_indices(s, x, y, out[1].data);
-        return IPU_OK;
-    }
-    if (s->kind == POOL_AVG && ctx->scratch_bytes < (size_t)s->w.out[2] * sizeof(float))
-        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    for (int64_t p = 0; p < s->planes; p++) {
-        const float *xp = x + p * s->isz;
-        float *yp = y + p * s->osz;
-        switch (s->kind) {
-        case POOL_GLOBAL_AVG:
-            yp[0] = ipu_ew_sum_f32(xp, s->isz) / (float)s->isz;
-            break;
-        case POOL_GLOBAL_MAX:
-            yp[0] = ipu_ew_max_f32(xp, s->isz);
-            break;
-        case POOL_MAX:
-            ipu_row_fill(yp, s->osz, -INFINITY);
-            ipu_window_plane(&s->w, IPU_WINDOW_MAX, NULL, xp, yp);
-            break;
-        default:
-            memset(yp, 0, (size_t)s->osz * sizeof(float));
-            ipu_window_plane(&s->w, IPU_WINDOW_SUM, NULL, xp, yp);
-            avgpool_divide(s, yp, ctx->scratch);
-            break;
-        }
-    }
+    if (s->dnn.p)
+        return ipu_dnn_exec(n, s->dnn.p, in[0].data, NULL, out[0].data, ctx);
+    pool_loop(s, in[0].data, out[0].data, n->n_outputs > 1 ? out[1].data : NULL);
     return IPU_OK;
 }
 
 #define POOL_OP(var, name, since)                                                    \
     static const ipu_op_t var = {                                                   \
         .domain = "", .op_type = name, .since_version = since, .until_version = 21, \
-        .infer = pool_infer, .scratch = pool_scratch, .run = pool_run,              \
-        .fini = ipu_op_free_state,                                                  \
+        .flags = IPU_OP_DNN, .infer = pool_infer, .scratch = pool_scratch,          \
+        .run = pool_run, .fini = pool_fini,                                         \
     }
 POOL_OP(maxpool_op, "MaxPool", 1);
 POOL_OP(avgpool_op, "AveragePool", 1);

@@ -1,8 +1,7 @@
 /* Sliding-window geometry shared by Conv and the pools (private to
  * exec/ops/): the ONNX attributes kernel_shape, strides, dilations, pads,
- * auto_pad and ceil_mode turned into output sizes, and the float loops that
- * walk a window over one channel plane (MAC, max, sum). ConvTranspose reads
- * its attributes with the same readers (ipu_window_ints, _auto_pad).
+ * auto_pad and ceil_mode turned into output sizes and padding. ConvTranspose
+ * reads its attributes with the same readers (ipu_window_ints, _auto_pad).
  *
  * 1-, 2- and 3-D windows are handled as 3-D: the node's nd spatial dims are
  * right-aligned into dims 0..2 and the unused leading ones have size 1,
@@ -59,28 +58,5 @@ static inline int64_t ipu_window_taps(const ipu_window_t *w)
 {
     return w->k[0] * w->k[1] * w->k[2];
 }
-/* The outputs o of dim i whose tap t lands inside the input:
- * 0 <= o*s + t*d - pb < in  <=>  *lo <= o < *hi. */
-void ipu_window_range(const ipu_window_t *w, int i, int64_t t, int64_t *lo, int64_t *hi);
-
-typedef enum {
-    IPU_WINDOW_MAC,   /* out += weight[tap] * in  (depthwise convolution) */
-    IPU_WINDOW_MAX,   /* out = max(out, in)       (max pooling) */
-    IPU_WINDOW_SUM,   /* out += in                (average pooling) */
-} ipu_window_mode_t;
-
-/* Accumulate one input plane into one output plane (out_size floats, already
- * initialised: bias, -inf or 0) over every in-bounds tap of each window;
- * padded taps are skipped. weights (taps floats) is used by MAC only. */
-void ipu_window_plane(const ipu_window_t *w, ipu_window_mode_t mode, const float *weights,
-                      const float *in, float *out);
-
-/* dst[0..n) = v, vectorised (bias initialisation). */
-void ipu_row_fill(float *dst, int64_t n, float v);
-
-/* Taps of the window of output o in dim i that fall in [lo_bound, hi_bound)
- * of input positions (in-bounds only: 0, in; count_include_pad: -pb, in+pe). */
-int64_t ipu_window_count(const ipu_window_t *w, int i, int64_t o, int64_t lo_bound,
-                         int64_t hi_bound);
 
 #endif

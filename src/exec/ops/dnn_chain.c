@@ -1,0 +1,110 @@
+/* The layout pass over a prepared graph; see dnn_chain.h. */
+#include "exec/ops/dnn_chain.h"
+
+#include "common/log.h"
+
+#include <string.h>
+
+enum { MAX_READERS = 16 };
+
+/* The record of node n's primitive, or NULL when it runs without one. */
+static ipu_dnn_node_t *dnn_node(const ipu_node_t *n)
+{
+    ipu_dnn_node_t *r = n->state;
+    return !n->folded && n->op && (n->op->flags & IPU_OP_DNN) && r && r->p ? r : NULL;
+}
+
+/* The readers of value v, directly or through Identity nodes: their node
+ * indices into readers and the slot read into slots (*n of them, at most
+ * MAX_READERS); 0 when a reader is not a node with a primitive reading it as
+ * its source or residual, or v (or an Identity's output) is a graph output. */
+static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, int *n, int depth)
+{
+    if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *r = &g->nodes[i];
+        for (int k = 0; k < r->n_inputs; k++) {
+            if (r->inputs[k] != v)
+                continue;
+            const ipu_dnn_node_t *d = dnn_node(r);
+            if (r->folded)
+                return 0;
+            if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
+                if (!chain_readers(g, r->outputs[0], readers, slots, n, depth + 1))
+                    return 0;
+            } else if (d && (k == 0 || k == d->res_slot) && *n < MAX_READERS) {
+                slots[*n] = k;
+                readers[(*n)++] = i;
+            } else {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Keep the output of node c in its primitive's layout when every reader can
+ * take it so, as it is (readers reading it as their source remade to, where
+ * they can) or through one reorder of its own. */
+static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_dnn_node_t *pc)
+{
+    int readers[MAX_READERS], slots[MAX_READERS], how[MAX_READERS], n = 0, ok = 1;
+    ipu_dnn_t *made[MAX_READERS] = {NULL};
+    ipu_status_t st = IPU_OK;
+    if (c->n_outputs < 1 || c->outputs[0] < 0 ||
+        !chain_readers(g, c->outputs[0], readers, slots, &n, 0) || n == 0)
+        return IPU_OK;
+    for (int j = 0; j < n && ok; j++) {
+        ipu_node_t *r = &g->nodes[readers[j]];
+        ipu_dnn_node_t *pr = dnn_node(r);
+        int as_res = slots[j] == pr->res_slot;
+        how[j] = ipu_dnn_can_chain(pc->p, pr->p, as_res);
+        /* 0: the producer writes ours, which a remade reader could not change */
+        if (how[j] == IPU_DNN_CHAIN_REORDER && !as_res && pr->adopt &&
+            pr->adopt(r, pc->p, &made[j]) == IPU_OK) {
+            if (ipu_dnn_can_chain(pc->p, made[j], 0) == IPU_DNN_CHAIN_AS_IS) {
+                how[j] = IPU_DNN_CHAIN_AS_IS;
+            } else {
+                ipu_dnn_free(made[j]);
+                made[j] = NULL;
+            }
+        }
+        ok = how[j] != 0;
+    }
+    for (int j = 0; j < n; j++) {
+        ipu_node_t *r = &g->nodes[readers[j]];
+        ipu_dnn_node_t *pr = dnn_node(r);
+        int as_res = slots[j] == pr->res_slot;
+        if (ok && made[j]) {
+            ipu_dnn_free(pr->p);
+            pr->p = made[j];
+        } else {
+            ipu_dnn_free(made[j]);
+        }
+        if (!ok || st != IPU_OK)
+            continue;
+        if (how[j] == IPU_DNN_CHAIN_AS_IS)
+            ipu_dnn_set_chain(pr->p, !as_res, 0, as_res);
+        else
+            st = ipu_dnn_chain_reorder(r, pr->p, pc->p, as_res);
+    }
+    if (ok && st == IPU_OK) {
+        ipu_dnn_set_chain(pc->p, 0, 1, 0);
+        ipu_debug("node '%s' (%s): output kept in oneDNN's layout for %d reader(s)", c->name,
+                  c->op_type, n);
+    }
+    return st;
+}
+
+ipu_status_t ipu_dnn_chain(ipu_graph_t *g)
+{
+    ipu_status_t st = IPU_OK;
+    for (int k = 0; k < g->n_nodes && st == IPU_OK; k++) {
+        const ipu_node_t *c = &g->nodes[g->order ? g->order[k] : k];
+        const ipu_dnn_node_t *pc = dnn_node(c);
+        if (pc)
+            st = chain_output(g, c, pc);
+    }
+    return st;
+}
