@@ -1,12 +1,13 @@
 #!/bin/sh
-# Model latency of ipu-exec against onnxruntime (the peer), one core each.
+# Model latency of ipu-exec against onnxruntime (the peer), on the same cores.
 #
 #   bench/models.sh [NAME...]      default: every zoo model of make_models.py
 #
-# For each model (batch 1, opset 13; made by tests/models/make_models.py into
-# the same cache as the model tests) both engines run the same model.onnx on
-# the same test_data_set_0 inputs, pinned with taskset to the same single
-# core, 1 thread each, in alternating rounds (ipu-exec first in odd rounds,
+# For each model (batch BENCH_BATCH, opset 13; made by
+# tests/models/make_models.py into the same cache as the model tests) both
+# engines run the same model.onnx on the same test_data_set_0 inputs, pinned
+# with taskset to the same core(s), BENCH_THREADS threads each (default: one
+# core, 1 thread), in alternating rounds (ipu-exec first in odd rounds,
 # onnxruntime first in even ones). Each round is one process of each engine
 # doing a warm-up and BENCH_RUNS timed runs; the figure reported is the
 # median over the rounds of each round's median. Prints a markdown table:
@@ -15,8 +16,11 @@
 # passed in the first round. Each round's figures go to stderr.
 #
 # Environment: BENCH_MODELS (names, instead of arguments), BENCH_ROUNDS
-# (default 3), BENCH_RUNS (timed runs per round, default 10), BENCH_CORE
-# (default: the last core), IPU_EXEC (default $top_builddir/ipu-exec),
+# (default 3), BENCH_RUNS (timed runs per round, default 10), BENCH_BATCH
+# (the models' batch size, default 1), BENCH_THREADS (threads of each
+# engine: ipu-exec --threads, onnxruntime's intra-op threads; default 1),
+# BENCH_CORE (the first core of the BENCH_THREADS consecutive ones both
+# engines are pinned to; default: the last BENCH_THREADS cores), IPU_EXEC (default $top_builddir/ipu-exec),
 # top_builddir (default: this tree), PYTHON_REF (default /usr/bin/python3),
 # MODEL_CACHE (default $top_builddir/tests/models/cache).
 # Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
@@ -30,10 +34,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=$(cd "${top_builddir:-$here/..}" && pwd)
 PYTHON_REF=${PYTHON_REF:-/usr/bin/python3}
 IPU_EXEC=${IPU_EXEC:-$top_builddir/ipu-exec}
-cache=${MODEL_CACHE:-$top_builddir/tests/models/cache}/b1_op13
+batch=${BENCH_BATCH:-1}
+threads=${BENCH_THREADS:-1}
+cache=${MODEL_CACHE:-$top_builddir/tests/models/cache}/b${batch}_op13
 rounds=${BENCH_ROUNDS:-3}
 runs=${BENCH_RUNS:-10}
-core=${BENCH_CORE:-$(( $(nproc) - 1 ))}
+first=${BENCH_CORE:-$(( $(nproc) - threads ))}
+[ "$first" -ge 0 ] && [ $((first + threads)) -le "$(nproc)" ] ||
+    { echo "bench/models.sh: $threads threads from core $first: this machine has $(nproc) cores" >&2; exit 1; }
+core=$(seq -s, "$first" $((first + threads - 1)))
 
 skip() { echo "bench/models.sh: SKIP: $*" >&2; exit 77; }
 die() { echo "bench/models.sh: $*" >&2; exit 1; }
@@ -49,7 +58,7 @@ rc=0
 names=${*:-${BENCH_MODELS:-$("$PYTHON_REF" "$here/../tests/models/make_models.py" --list)}}
 mkdir -p "$cache"
 # shellcheck disable=SC2086
-"$PYTHON_REF" "$here/../tests/models/make_models.py" "$cache" $names --batch 1 --opset 13 \
+"$PYTHON_REF" "$here/../tests/models/make_models.py" "$cache" $names --batch "$batch" --opset 13 \
     >&2 2>"$cache/bench-make.err" || { cat "$cache/bench-make.err" >&2; die "make_models.py failed"; }
 
 tmp=$(mktemp -d)
@@ -63,7 +72,7 @@ ipu_round() { # model-dir [--check]
     d=$1; shift
     out=$tmp/ipu.out
     taskset -c "$core" "$IPU_EXEC" "$d/model.onnx" --inputs "$d/test_data_set_0" \
-        --threads 1 --batches "$runs" "$@" >"$out" 2>&1 || {
+        --threads "$threads" --batches "$runs" "$@" >"$out" 2>&1 || {
         sed 's/^/  ipu-exec: /' "$out" | tail -n 3 >&2; return 1; }
     sed -n 's/^latency ms: median \([0-9.eE+-]*\) min \([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
         { echo "  ipu-exec printed no latency line" >&2; return 1; }
@@ -73,7 +82,7 @@ ort_round() {
     d=$1
     out=$tmp/ort.out
     taskset -c "$core" node "$here/ort_run.js" "$d/model.onnx" --inputs "$d/test_data_set_0" \
-        --threads 1 --runs "$runs" >"$out" 2>&1 || {
+        --threads "$threads" --runs "$runs" >"$out" 2>&1 || {
         sed 's/^/  onnxruntime: /' "$out" | tail -n 3 >&2; return 1; }
     sed -n 's/.*"median_ms":\([0-9.eE+-]*\),"min_ms":\([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
         { echo "  ort_run.js printed no median" >&2; return 1; }
@@ -82,7 +91,7 @@ ort_round() {
 # the CPU and the instruction set oneDNN dispatches to there, as ipu-exec info says
 isa=$("$IPU_EXEC" info 2>/dev/null | sed -n 's/.*; cpu \(.*\), \(oneDNN [0-9.]*\) isa \([a-z0-9_]*\);.*/\1; \2 isa \3/p' | head -n 1)
 echo "ipu-exec vs onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version"):" \
-     "batch 1, 1 thread each, core $core, $rounds rounds x $runs runs" \
+     "batch $batch, $threads thread$([ "$threads" -gt 1 ] && echo s) each, core$([ "$threads" -gt 1 ] && echo s) $core, $rounds rounds x $runs runs" \
      "(${isa:-$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')})"
 echo
 echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec min ms | ORT min ms | ipu-exec --check |"
