@@ -78,7 +78,7 @@ static int check_write_dest(const char *write)
 static ipu_status_t check_write_extdata(const ipu_graph_t *g, const char *model, const char *write)
 {
     char copy[4096], a[PATH_MAX], b[PATH_MAX];
-    int external = g->n_maps > 0;
+    int external = 0; /* (the model file's own mapping is not external data) */
     for (int i = 0; i < g->n_values && !external; i++)
         external = g->values[i].data_kind == IPU_CONST_MAPPED;
     snprintf(copy, sizeof(copy), "%s", write);

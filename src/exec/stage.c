@@ -115,6 +115,12 @@ size_t ipu_node_held(const ipu_graph_t *g, const ipu_node_t *n)
     return !n->folded && n->op && n->op->held ? n->op->held(g, n) : 0;
 }
 
+int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot)
+{
+    return slot == 1 && n->op && (n->op->flags & IPU_OP_HELD_REPLACES_INPUT1) &&
+           ipu_node_held(g, n) > 0;
+}
+
 ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s)
 {
     ipu_stage_mem_t m = {.weights = s->weight_bytes, .activations = s->plan.arena_bytes,
@@ -169,7 +175,7 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         s.weight_bytes += ipu_node_held(g, nd); /* e.g. Conv weights in oneDNN's layout */
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
-            if (v >= 0 && g->values[v].data && !seen[v]) {
+            if (v >= 0 && g->values[v].data && !seen[v] && !ipu_node_replaces(g, nd, k)) {
                 seen[v] = 1;
                 s.weight_bytes += (size_t)ipu_shape_numel(g->values[v].rank, g->values[v].dims) *
                                   ipu_dtype_size(g->values[v].dtype);

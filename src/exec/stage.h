@@ -62,6 +62,10 @@ size_t ipu_node_scratch(const ipu_graph_t *g, const ipu_node_t *n);
  * copy of its weights in another layout), 0 for none; a stage's
  * weight_bytes counts them. */
 size_t ipu_node_held(const ipu_graph_t *g, const ipu_node_t *n);
+/* 1 when node n's held copy replaces its constant input slot (its op's
+ * IPU_OP_HELD_REPLACES_INPUT1 for slot 1, and the copy exists): a stage charges that constant only for
+ * its other readers. */
+int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot);
 
 /* The memory an IPU is charged for a stage: ipu_device_load() checks it
  * against the capacity, and the partitioner (partition/partition.c) checks

@@ -23,6 +23,10 @@ enum {
      * planner may alias the buffers and skip run(); run() must still work
      * (it copies) for non-aliased use. */
     IPU_OP_ALIAS_INPUT0 = 1u << 0,
+    /* What held() keeps replaces constant input 1 (the weights in another
+     * layout): a stage whose other nodes do not read that constant is
+     * charged the copy alone (exec/stage.h, ipu_node_replaces). */
+    IPU_OP_HELD_REPLACES_INPUT1 = 1u << 1,
     /* n->state, when set, starts with the executing layer's record of the
      * library primitive the node runs on (exec/ops/dnn_chain.h), which its
      * pass over the prepared graph reads to keep activations in the

@@ -374,6 +374,8 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
         for (int j = 0; j < nd->n_inputs + nd->n_outputs; j++) {
             int v = j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs];
             if (v >= 0 && g->values[v].data && j < nd->n_inputs) {
+                if (ipu_node_replaces(g, nd, j)) /* charged as the held copy */
+                    continue;
                 cids[k++] = v;
                 cbytes[v] = vbytes(&g->values[v]);
             } else if (ipu_value_is_act(g, v)) {

@@ -183,7 +183,7 @@ static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)
 }
 
 static const ipu_op_t conv_op = {
-    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21, .flags = IPU_OP_DNN,
+    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21, .flags = IPU_OP_DNN | IPU_OP_HELD_REPLACES_INPUT1,
     .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
     .held = conv_held, .fini = conv_fini,
 };

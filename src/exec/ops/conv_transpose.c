@@ -197,7 +197,7 @@ static size_t ct_held(const ipu_graph_t *g, const ipu_node_t *n)
 
 static const ipu_op_t conv_transpose_op = {
     .domain = "", .op_type = "ConvTranspose", .since_version = 1, .until_version = 21,
-    .infer = ct_infer, .scratch = ct_scratch, .run = ct_run, .load = ct_load,
+    .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = ct_infer, .scratch = ct_scratch, .run = ct_run, .load = ct_load,
     .held = ct_held, .fini = ct_fini,
 };
 
