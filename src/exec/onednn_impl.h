@@ -7,8 +7,25 @@
 
 #include <dnnl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
-enum { DNN_MAX_EXTRA = 6 };
+enum {
+    DNN_MAX_EXTRA = 6,
+    DNN_SLOTS = 8, /* threads that run one primitive with memory objects kept */
+};
+
+/* Weights reordered at load: buf holds the ones at from in wei_md. Never
+ * changed once published; earlier ones (prev) stay until ipu_dnn_free(),
+ * as a run on another thread may still read them. */
+typedef struct dnn_wei {
+    const void *from;
+    void *buf;
+    struct dnn_wei *prev;
+} dnn_wei_t;
+
+/* The memory objects one thread runs a primitive with (onednn.c). */
+typedef struct dnn_slot dnn_slot_t;
 
 struct ipu_dnn {
     dnnl_primitive_t prim;
@@ -21,9 +38,13 @@ struct ipu_dnn {
     int reorder_weights; /* the primitive's weights layout differs from ours */
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
-    pthread_mutex_t mu; /* guards the weights copy */
-    void *wei;          /* weights in wei_md made at load, or NULL */
-    const void *wei_from; /* the address they were made from */
+    pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
+    _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read
+                               * without the lock by the runs */
+    /* a thread's memory objects: owner[i] is the thread that claimed
+     * slot[i] (its token, 0: free); claimed once, kept until the free */
+    _Atomic uintptr_t owner[DNN_SLOTS];
+    dnn_slot_t *slot[DNN_SLOTS];
     int n_extra; /* further operands of ipu_dnn_exec(), in the maker's order */
     int extra_arg[DNN_MAX_EXTRA];
     dnnl_memory_desc_t extra_md[DNN_MAX_EXTRA];
