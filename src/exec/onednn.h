@@ -110,11 +110,13 @@ void ipu_dnn_free(ipu_dnn_t *p);
 
 /* Called once by an IPU's worker thread, after it is pinned: its OpenMP
  * team (the threads oneDNN runs its primitives on when called from it) is
- * threads (>= 1) threads, each bound to the worker's CPUs, so the team of
- * one IPU never runs on another's cores. At debug log level each thread of
- * the team logs "IPU index: OpenMP thread i of n on CPUs L, the worker's
- * W" (L and W lists like "0,2"). */
-void ipu_dnn_bind_threads(int index, int threads);
+ * threads (>= 1) threads; thread t is bound to cpus[t % n_cpus] (the team's
+ * cores from the binding plan, thread 0 being the worker), or with n_cpus
+ * 0 to the worker's CPUs, so the team of one IPU never runs on another's
+ * cores. At debug log level each thread of the team logs "IPU index:
+ * OpenMP thread i of n on CPUs L, the worker's W" (L and W lists like
+ * "0,2"; W as pinned before the team was bound). */
+void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus);
 
 /* Activations kept in oneDNN's layout between two convolutions: 1 when
  * producer's output layout is the layout consumer reads it in (its input

@@ -19,7 +19,7 @@ static void cpu_list(const cpu_set_t *set, char *buf, size_t len)
             off += (size_t)snprintf(buf + off, len - off, off ? ",%d" : "%d", c);
 }
 
-void ipu_dnn_bind_threads(int index, int threads)
+void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus)
 {
     cpu_set_t mine;
     int n = threads > 0 ? threads : 1;
@@ -27,11 +27,18 @@ void ipu_dnn_bind_threads(int index, int threads)
     if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
         return;
     /* libgomp keeps this thread's team for its later parallel regions;
-     * threads it adds later inherit the worker's affinity */
+     * threads it adds later inherit the worker's affinity (all the team's
+     * CPUs) */
 #pragma omp parallel num_threads(n)
     {
-        cpu_set_t got;
-        if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+        cpu_set_t got, one;
+        const cpu_set_t *to = &mine;
+        if (n_cpus > 0) { /* its own core of the team's */
+            CPU_ZERO(&one);
+            CPU_SET(cpus[omp_get_thread_num() % n_cpus], &one);
+            to = &one;
+        }
+        if (pthread_setaffinity_np(pthread_self(), sizeof(*to), to) != 0)
             ipu_warn("IPU %d: cannot bind OpenMP thread %d to its worker's CPUs", index,
                      omp_get_thread_num());
         if (ipu_log_level_current >= IPU_LOG_DEBUG &&

@@ -70,6 +70,8 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
         ls->total = total;
         ipu_device_params_t dp = {.index = i, .capacity = p->ipu_memory, .threads = p->threads,
                                   .core = bind ? bind->pu[i] : -1};
+        if (bind) /* its team on the plan's --threads cores */
+            dp.n_cpus = ipu_binding_cpus(bind, i, dp.cpus, IPU_DEVICE_MAX_CPUS);
         if ((st = ipu_device_open(&dp, &ls->dev)) != IPU_OK)
             break;
         char where[64];
@@ -218,7 +220,8 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
     if (st == IPU_OK) {
         ipu_binding_t bind;
         /* the ranks of this host share its cores */
-        int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K, &bind) == IPU_OK;
+        int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K,
+                                                   p->threads, &bind) == IPU_OK;
         st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL);
     }
     return st;
