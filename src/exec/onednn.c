@@ -129,12 +129,63 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
     return s;
 }
 
+/* Each node's implementation hash (ipu_dnn_node_impl), by node address. */
+static pthread_mutex_t g_impl_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct node_impl {
+    const ipu_node_t *node;
+    uint32_t hash;
+} *g_impl;
+static size_t g_n_impl, g_impl_cap;
+
+static uint32_t fnv1a(uint32_t h, const char *s)
+{
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+static void record_impl(const ipu_node_t *n, const char *impl)
+{
+    pthread_mutex_lock(&g_impl_mu);
+    size_t i = 0;
+    while (i < g_n_impl && g_impl[i].node != n)
+        i++;
+    if (i == g_n_impl && g_n_impl == g_impl_cap) {
+        size_t cap = g_impl_cap ? 2 * g_impl_cap : 256;
+        struct node_impl *t = realloc(g_impl, cap * sizeof(*t));
+        if (t) {
+            g_impl = t;
+            g_impl_cap = cap;
+        }
+    }
+    if (i < g_impl_cap) {
+        /* with the ISA: some names ("gemm:jit") do not tell it */
+        uint32_t h = fnv1a(fnv1a(2166136261u, impl), ipu_dnn_isa());
+        g_impl[i] = (struct node_impl){n, h ? h : 1}; /* 0: none made */
+        if (i == g_n_impl)
+            g_n_impl++;
+    }
+    pthread_mutex_unlock(&g_impl_mu);
+}
+
+uint32_t ipu_dnn_node_impl(const ipu_node_t *n)
+{
+    uint32_t h = 0;
+    pthread_mutex_lock(&g_impl_mu);
+    for (size_t i = 0; i < g_n_impl && h == 0; i++)
+        if (g_impl[i].node == n)
+            h = g_impl[i].hash;
+    pthread_mutex_unlock(&g_impl_mu);
+    return h;
+}
+
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
 {
     const char *impl = NULL;
-    if (ipu_log_level_current >= IPU_LOG_DEBUG &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
-        ipu_debug("node '%s' (%s): oneDNN %s", n->name, n->op_type, impl ? impl : "?");
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    record_impl(n, impl);
+    ipu_debug("node '%s' (%s): oneDNN %s", n->name, n->op_type, impl);
 }
 
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)

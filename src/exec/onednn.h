@@ -133,6 +133,23 @@ void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_b
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",
  * "avx2" (static string). */
 const char *ipu_dnn_isa(void);
+/* The instruction sets oneDNN will dispatch to here, found without fixing
+ * them (a oneDNN query would: oneDNN takes no cap after it): those this
+ * CPU has, by the features oneDNN asks for each, under ONEDNN_MAX_CPU_ISA
+ * (or DNNL_MAX_CPU_ISA). A bit mask of oneDNN's ISA codes, each holding
+ * the ones below it: the AND of two ranks' masks holds what both have. */
+unsigned ipu_dnn_isa_mask(void);
+/* The name of the highest ISA in mask ("avx2"; "unknown" for none). */
+const char *ipu_dnn_isa_top(unsigned mask);
+/* Cap oneDNN to the highest ISA in mask (the AND of every rank's
+ * ipu_dnn_isa_mask()), before any primitive is made. Returns 1 when a cap
+ * was set (this CPU has a higher one), 0 when none is needed, or
+ * IPU_ERR_INTERNAL (negative) when oneDNN had fixed its ISA already. */
+int ipu_dnn_cap_isa(unsigned mask);
+/* A hash of the oneDNN implementation (dnnl_query_impl_info_str) of the
+ * last primitive made for node n (n->name), 0 when none was made; so that
+ * ranks can compare the kernels they chose. Thread-safe. */
+uint32_t ipu_dnn_node_impl(const ipu_node_t *n);
 /* 1 if that ISA is at least AVX2. */
 int ipu_dnn_isa_avx2(void);
 /* "oneDNN 2.6.3" (static string). */
