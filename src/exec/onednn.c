@@ -185,7 +185,8 @@ void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
         impl = "?";
     record_impl(n, impl);
-    ipu_debug("node '%s' (%s): oneDNN %s", n->name, n->op_type, impl);
+    ipu_debug("node '%s' (%s): oneDNN %s, scratchpad %zu bytes", n->name, n->op_type, impl,
+              dnn_pd_scratch(pd));
 }
 
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)

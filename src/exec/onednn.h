@@ -79,16 +79,20 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);
 
 /* Reorder constant weights (at the address runs will pass) once into the
- * layout p prefers, into a copy p keeps until the next call with another
- * address or ipu_dnn_free(); a no-op when p takes ours as they are or has
- * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
+ * layout p prefers, into a copy p keeps until ipu_dnn_free() (a call with
+ * another address makes the runs take a new copy; the earlier one stays,
+ * as a run on another thread may still read it); a no-op when p takes ours
+ * as they are or has them already. Thread-safe; the runs read the copy
+ * without a lock. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
 /* Bytes of the copy ipu_dnn_load_weights() keeps (the size of the weights
  * in the primitive's layout, 64-byte aligned), known without reordering; 0
  * when p takes ours as they are, or for NULL. */
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 
-/* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
+/* Run p (any thread; a thread's first run makes the memory objects its
+ * later runs re-point, so a run allocates nothing once weights are
+ * loaded): src (A or X), weights (B or W), bias (or NULL), res (the
  * convolution's residual R, or NULL without one), dst (Y) in the layouts of
  * the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
  * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()

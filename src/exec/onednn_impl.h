@@ -82,7 +82,7 @@ dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md);
 dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
                             dnnl_primitive_attr_t *out);
 /* Records pd's implementation as node n's (ipu_dnn_node_impl); at debug
- * log level: "node 'X' (Op): oneDNN <implementation>". */
+ * log level: "node 'X' (Op): oneDNN <implementation>, scratchpad B bytes". */
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
 /* Bytes of pd's scratchpad. */
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
