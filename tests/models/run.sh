@@ -91,8 +91,10 @@ d=$cache/b1_op13/resnet18
 case " $specs " in *" 1:13:resnet18 "*)
     out=$(IPU_EXEC_LOG_LEVEL=debug "$IPU_EXEC" plan "$d/model.onnx" 2>&1) || true
     pad=$(echo "$out" | sed -n 's/.*: oneDNN .*, scratchpad \([0-9]*\) bytes$/\1/p' | sort -n | tail -1)
-    col=$(echo "$out" | awk '$1 == "stage" { for (i = 1; i <= NF; i++) if ($i == "scratch") c = i }
-                            c && $1 == "0" { print $(c - 1); exit }')
+    # the header's column names, their units ("weight MiB") left out
+    col=$(echo "$out" | awk '$1 == "stage" { for (i = 1; i <= NF; i++) if ($i !~ /^(MiB|bytes|ms)$/) {
+                                 n++; if ($i == "scratch") c = n } }
+                            c && $1 == "0" { print $c; exit }')
     if [ -n "$pad" ] && [ "$pad" -gt 0 ] && [ -n "$col" ] &&
         awk -v p="$pad" -v c="$col" 'BEGIN { exit !(c * 1048576 >= p - 0.005 * 1048576) }'; then
         pass=$((pass + 1))
