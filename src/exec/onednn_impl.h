@@ -117,6 +117,9 @@ dnnl_status_t dnn_arg(dnn_args_t *args, int which, const dnnl_memory_desc_t *md,
 void dnn_args_free(dnn_args_t *args);
 /* Execute prim on args (freed) and wait. */
 dnnl_status_t dnn_exec(dnnl_primitive_t prim, dnnl_stream_t s, dnn_args_t *args);
+/* Free what p's runs kept (onednn_run.c): the threads' memory objects and
+ * the weights made at load. */
+void dnn_run_free(ipu_dnn_t *p);
 /* Run reorder r from (md mf) into to (md mt), scratchpad pad (or none). */
 dnnl_status_t dnn_run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_memory_desc_t *mf,
                               const void *from, const dnnl_memory_desc_t *mt, void *to, void *pad);
