@@ -20,12 +20,13 @@
 static void info_usage(FILE *f)
 {
     fprintf(f,
-"Usage: " CLI_PROG " info [--ipus-per-rank K]\n"
+"Usage: " CLI_PROG " info [--ipus-per-rank K] [--threads T]\n"
 "       " CLI_PROG " info --config [--markdown]\n"
 "Per rank (run it under mpirun or srun with the job's layout): the host, NUMA\n"
 "node, cores, the cores each IPU's worker is bound to, the CPU model and the\n"
 "instruction set oneDNN dispatches to, and the transport to the other ranks.\n"
 "  --ipus-per-rank K   IPUs owned by each rank (1 to 64, default 1)\n"
+"  --threads T         threads per IPU, each on a core of its own (default 1)\n"
 "  --config            every setting (IPU_EXEC_*, GCL_*) with its value and\n"
 "                      where it came from; needs no ranks\n"
 "  --markdown          with --config: the table of docs/settings.md\n"
@@ -34,11 +35,12 @@ static void info_usage(FILE *f)
 
 /* The options of info into *k, *config, *markdown; returns -1 to go on,
  * else the exit code (help printed: 0; a usage error: 2). */
-static int info_parse(int argc, char **argv, int *k, int *config, int *markdown)
+static int info_parse(int argc, char **argv, int *k, int *threads, int *config, int *markdown)
 {
-    enum { O_K = 256, O_CONFIG, O_MARKDOWN };
+    enum { O_K = 256, O_THREADS, O_CONFIG, O_MARKDOWN };
     static const struct option longopts[] = {
         {"ipus-per-rank", required_argument, NULL, O_K},
+        {"threads", required_argument, NULL, O_THREADS},
         {"config", no_argument, NULL, O_CONFIG},
         {"markdown", no_argument, NULL, O_MARKDOWN},
         {"help", no_argument, NULL, 'h'},
@@ -52,6 +54,10 @@ static int info_parse(int argc, char **argv, int *k, int *config, int *markdown)
         case O_K:
             if (cli_parse_int(optarg, 1, k) || *k > 64)
                 return cli_usage_error("--ipus-per-rank %s: expected an integer from 1 to 64", optarg);
+            break;
+        case O_THREADS:
+            if (cli_parse_int(optarg, 1, threads) || *threads > 1024)
+                return cli_usage_error("--threads %s: expected an integer from 1 to 1024", optarg);
             break;
         case O_CONFIG: *config = 1; break;
         case O_MARKDOWN: *markdown = 1; break;
@@ -72,8 +78,8 @@ int cli_info_main(int argc, char **argv)
     int mpi = ipu_launcher().launched;
     int rank = 0, size = 1, lrank = 0, lsize = 1;
     MPI_Comm local = MPI_COMM_NULL;
-    int ipus_per_rank = 1, config = 0, markdown = 0;
-    int rc = info_parse(argc, argv, &ipus_per_rank, &config, &markdown);
+    int ipus_per_rank = 1, threads = 1, config = 0, markdown = 0;
+    int rc = info_parse(argc, argv, &ipus_per_rank, &threads, &config, &markdown);
     if (rc >= 0)
         return rc;
     if (config) /* no ranks needed */
@@ -88,13 +94,17 @@ int cli_info_main(int argc, char **argv)
     }
     ipu_binding_t b;
     char line[LINE], allowed[128], host[64] = {0}, cores[256] = {0}, tls[160] = "-", cpu[128];
-    ipu_status_t st = ipu_binding_plan(lrank, lsize, ipus_per_rank, &b);
+    ipu_status_t st = ipu_binding_plan(lrank, lsize, ipus_per_rank, threads, &b);
     gethostname(host, sizeof(host) - 1);
     ipu_binding_allowed(allowed, sizeof(allowed));
     size_t off = 0;
-    for (int i = 0; st == IPU_OK && i < b.n_ipus && off < sizeof(cores); i++)
-        off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%sIPU%d->core %d (cpu %d)",
-                                i ? ", " : "", i, b.core[i], b.pu[i]);
+    for (int i = 0; st == IPU_OK && i < b.n_ipus && off < sizeof(cores); i++) {
+        char team[128];
+        ipu_binding_team(&b, i, team, sizeof team);
+        off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%sIPU%d->core %d (cpu %d)%s%s",
+                                i ? ", " : "", i, b.core[i], b.pu[i],
+                                b.threads > 1 ? " team cpus " : "", b.threads > 1 ? team : "");
+    }
     ipu_transport_t *t = NULL;
     if (mpi && size > 1) {
         ipu_transport_params_t tp;
@@ -119,7 +129,7 @@ int cli_info_main(int argc, char **argv)
         snprintf(line, sizeof(line), "rank %d: host %s, local rank %d of %d, NUMA node %d, %d cores, "
                  "%d IPU%s: %s%s; process cpus %s; cpu %s, %s isa %s; %s", rank, host, lrank, lsize,
                  b.numa, b.n_cores, b.n_ipus, b.n_ipus > 1 ? "s" : "", cores,
-                 b.shared ? " (cores shared: more workers than cores)" : "", allowed,
+                 b.shared ? " (cores shared: more workers x threads than cores)" : "", allowed,
                  ipu_cpu_model(cpu, sizeof(cpu)), ipu_dnn_version(), ipu_dnn_isa(), tls);
     else
         snprintf(line, sizeof(line), "rank %d: %s", rank, ipu_error_message());

@@ -20,8 +20,10 @@ int main(int argc, char **argv)
      * first such free, and weights a pipeline rank drops (or copies made to
      * fold constants) would stay in its heap, counted in its RSS */
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
-    if (argc > 1 && strcmp(argv[1], "plan") == 0)
+    if (argc > 1 && strcmp(argv[1], "plan") == 0) {
+        ipu_log_init(-1); /* IPU_EXEC_LOG_LEVEL: oneDNN's choices at debug */
         return cli_plan_main(argc - 1, argv + 1);
+    }
     if (argc > 1 && strcmp(argv[1], "info") == 0)
         return cli_info_main(argc - 1, argv + 1);
     cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4,

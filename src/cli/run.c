@@ -160,8 +160,10 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     double *times = NULL;
     ipu_session_opts_t so = o->sopts;
     ipu_binding_t b;
-    if (o->bind && ipu_binding_plan(0, 1, 1, &b) == IPU_OK)
+    if (o->bind && ipu_binding_plan(0, 1, 1, o->threads, &b) == IPU_OK) {
         so.core = b.pu[0];
+        so.n_cpus = ipu_binding_cpus(&b, 0, so.cpus, IPU_DEVICE_MAX_CPUS);
+    }
     ipu_status_t st = o->output_dir ? cli_check_output_dir(o->output_dir) : IPU_OK;
     if (st == IPU_OK)
         st = ipu_session_open(o->model, &so, &s);

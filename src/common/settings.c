@@ -1,5 +1,6 @@
 /* The settings table and its parser: every IPU_EXEC_* and GCL_* environment
- * setting, read and checked here (the one place in src/ that reads them). */
+ * setting, and oneDNN's instruction-set cap, read and checked here (the one
+ * place in src/ that reads them). */
 #include "common/settings.h"
 
 #include "common/status.h"
@@ -19,6 +20,11 @@
     {env, IPU_SETTING_CHOICE, "auto", NULL, 0, 0, IPU_SETTING_STRICT, CHOICES("auto", __VA_ARGS__), \
      "force the " coll " algorithm (auto: the decision table); an unknown name makes gcl_init fail"}
 
+/* oneDNN's instruction sets, in the order of onednn_cpu.c's table */
+#define ISAS                                                                                     \
+    CHOICES("all", "sse41", "avx", "avx2", "avx2_vnni", "avx512_mic", "avx512_mic_4ops", "avx512_core", \
+            "avx512_core_vnni", "avx512_core_bf16", "avx512_core_amx")
+
 static const ipu_setting_def_t table[IPU_SET_COUNT] = {
     [IPU_SET_IPU_EXEC_LOG_LEVEL] = {"IPU_EXEC_LOG_LEVEL", IPU_SETTING_CHOICE, "warn", NULL, 0, 0, 0,
                                     CHOICES("error", "warn", "info", "debug"),
@@ -30,6 +36,14 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
                                    "3x3 stride-1 convolutions run on oneDNN's Winograd kernels where the CPU has "
                                    "them (fewer multiplications; results within --check's tolerances, not "
                                    "bit-equal to direct); 0: direct convolution only"},
+    /* oneDNN's own (it reads them itself): read here only to know the
+     * instruction set a rank will use before oneDNN fixes it */
+    [IPU_SET_ONEDNN_MAX_CPU_ISA] = {"ONEDNN_MAX_CPU_ISA", IPU_SETTING_CHOICE, "all", NULL, 0, 0, 0, ISAS,
+                                    "oneDNN's own: the highest instruction set it dispatches to; a pipelined "
+                                    "run caps every rank to the lowest among the ranks"},
+    [IPU_SET_DNNL_MAX_CPU_ISA] = {"DNNL_MAX_CPU_ISA", IPU_SETTING_CHOICE, "all", NULL, 0, 0, 0, ISAS,
+                                  "oneDNN's own, the older name of ONEDNN_MAX_CPU_ISA (which wins when both "
+                                  "are set)"},
     [IPU_SET_GCL_LOG] = {"GCL_LOG", IPU_SETTING_CHOICE, "quiet", NULL, 0, 0, 0, CHOICES("quiet", "info", "debug"),
                          "libgcl's log on stderr: every collective (number, size, algorithm), splits, fallbacks"},
     [IPU_SET_GCL_DEBUG] = {"GCL_DEBUG", IPU_SETTING_BOOL, "0", NULL, 0, 0, 0, NULL,

@@ -1,18 +1,25 @@
 #include "exec/binding.h"
 
+#include "common/log.h"
+
 #include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
-ipu_status_t ipu_binding_plan(int local_rank, int local_size, int ipus_per_rank, ipu_binding_t *out)
+ipu_status_t ipu_binding_plan(int local_rank, int local_size, int ipus_per_rank, int threads,
+                              ipu_binding_t *out)
 {
     if (ipus_per_rank < 1 || ipus_per_rank > 64 || local_size < 1)
         return ipu_error(IPU_ERR_INVALID_ARG, "binding: %d IPUs per rank (1..64)", ipus_per_rank);
+    if (threads < 1)
+        return ipu_error(IPU_ERR_INVALID_ARG, "binding: --threads %d (at least 1)", threads);
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0)
         return ipu_error(IPU_ERR_INTERNAL, "hwloc cannot read this host's topology");
-    ipu_binding_t b = {.numa = -1, .n_ipus = ipus_per_rank};
+    /* a team larger than IPU_BIND_MAX_TEAM wraps over that many cores */
+    int tc = threads < IPU_BIND_MAX_TEAM ? threads : IPU_BIND_MAX_TEAM;
+    ipu_binding_t b = {.numa = -1, .n_ipus = ipus_per_rank, .threads = tc};
     int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     int nnuma = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     if (ncores <= 0) /* some VMs expose PUs only */
@@ -39,7 +46,7 @@ ipu_status_t ipu_binding_plan(int local_rank, int local_size, int ipus_per_rank,
         in_domain += same;
         before += same && r < local_rank;
     }
-    b.shared = in_domain * ipus_per_rank > nd;
+    int need = ipus_per_rank * threads; /* cores of this rank's teams */
     /* a launcher or taskset that gave this process a core per worker is
      * respected: the workers take those cores */
     int mine[1024], nm = 0;
@@ -51,16 +58,65 @@ ipu_status_t ipu_binding_plan(int local_rank, int local_size, int ipus_per_rank,
                 mine[nm++] = dom_cores[k];
         }
     hwloc_bitmap_free(allowed);
-    int use_mine = nm >= ipus_per_rank && nm < nd;
-    for (int i = 0; i < ipus_per_rank && nd > 0; i++) {
-        int c = use_mine ? mine[i] : dom_cores[(before * ipus_per_rank + i) % nd];
-        hwloc_obj_t core = hwloc_get_obj_by_type(topo, ctype, (unsigned)c);
-        b.core[i] = c;
-        b.pu[i] = core && core->cpuset ? hwloc_bitmap_first(core->cpuset) : -1;
-    }
+    /* the process binding when it holds the teams' cores; when it holds
+     * fewer but the rank's share of the domain has them (an mpirun binding
+     * to one core per rank by default), the share, said on stderr; else
+     * the binding, shared by the threads */
+    int share_fits = in_domain * need <= nd;
+    int use_mine = nm >= ipus_per_rank && nm < nd && (nm >= need || !share_fits);
+    int widened = nm >= ipus_per_rank && nm < nd && !use_mine;
+    /* the cores this rank may use, from the first slot of its own */
+    const int *pool = use_mine ? mine : dom_cores;
+    int npool = use_mine ? nm : nd, first = use_mine ? 0 : before * need;
+    int have = use_mine ? nm : nd / (in_domain > 0 ? in_domain : 1);
+    b.shared = (use_mine ? nm < need : in_domain * need > nd) || tc < threads;
+    for (int i = 0; i < ipus_per_rank && npool > 0; i++)
+        for (int t = 0; t < tc; t++) {
+            int c = pool[(first + i * tc + t) % npool];
+            hwloc_obj_t core = hwloc_get_obj_by_type(topo, ctype, (unsigned)c);
+            int pu = core && core->cpuset ? hwloc_bitmap_first(core->cpuset) : -1;
+            if (t == 0) {
+                b.core[i] = c;
+                b.pu[i] = pu;
+            }
+            b.team[i][t] = pu;
+        }
     hwloc_topology_destroy(topo);
+    if (widened) {
+        char used[256];
+        ipu_binding_team(&b, 0, used, sizeof used);
+        ipu_warn("binding: this process is bound to %d core%s, fewer than the %d that %d IPU%s x "
+                 "--threads %d need: its teams use the rank's share of the host instead (IPU 0 on "
+                 "cpus %s); under mpirun give each rank the cores (--map-by slot:PE=%d, or "
+                 "--bind-to none)", nm, nm > 1 ? "s" : "", need, ipus_per_rank,
+                 ipus_per_rank > 1 ? "s" : "", threads, used, need);
+    }
+    if (b.shared && threads > 1) {
+        char used[256];
+        ipu_binding_team(&b, 0, used, sizeof used);
+        ipu_warn("binding: %d IPU%s x --threads %d need %d cores on this rank, which has %d%s: the "
+                 "threads share cores (IPU 0 runs on cpus %s); lower --threads or --ipus-per-rank, "
+                 "or give the rank more cores", ipus_per_rank, ipus_per_rank > 1 ? "s" : "", threads,
+                 need, have, use_mine ? " (its process binding)" : "", used);
+    }
     *out = b;
     return IPU_OK;
+}
+
+int ipu_binding_cpus(const ipu_binding_t *b, int i, int *cpus, int max)
+{
+    int n = 0;
+    for (int t = 0; t < b->threads && n < max; t++)
+        cpus[n++] = b->team[i][t];
+    return n;
+}
+
+void ipu_binding_team(const ipu_binding_t *b, int i, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < b->threads && off < len; t++)
+        off += (size_t)snprintf(buf + off, len - off, t ? ",%d" : "%d", b->team[i][t]);
 }
 
 void ipu_binding_allowed(char *buf, size_t len)

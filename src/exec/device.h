@@ -17,11 +17,17 @@
 
 typedef struct ipu_device ipu_device_t;
 
+enum { IPU_DEVICE_MAX_CPUS = 32 };
+
 typedef struct ipu_device_params {
     int index;        /* IPU number on this rank, for messages */
     size_t capacity;  /* bytes; 0 means IPU_DEFAULT_MEMORY */
     int threads;      /* threads for the kernels (>= 1) */
     int core;         /* CPU to pin the worker to, or -1 for no pinning */
+    /* when n_cpus > 0: the CPUs of the worker's team instead (thread t of
+     * its OpenMP team on cpus[t % n_cpus]; cpus[0] is the worker's own) */
+    int n_cpus;
+    int cpus[IPU_DEVICE_MAX_CPUS];
 } ipu_device_params_t;
 
 /* Open a CPU IPU. Errors: IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL (thread). */

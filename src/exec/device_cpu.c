@@ -33,14 +33,19 @@ struct ipu_device {
 static void *worker_main(void *arg)
 {
     ipu_device_t *dev = arg;
-    if (dev->params.core >= 0) {
+    const ipu_device_params_t *p = &dev->params;
+    if (p->core >= 0 || p->n_cpus > 0) { /* the worker on its team's CPUs */
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(dev->params.core, &set);
+        if (p->n_cpus > 0)
+            for (int i = 0; i < p->n_cpus; i++)
+                CPU_SET(p->cpus[i], &set);
+        else
+            CPU_SET(p->core, &set);
         if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
-            ipu_warn("IPU %d: cannot pin worker to CPU %d", dev->params.index, dev->params.core);
+            ipu_warn("IPU %d: cannot pin worker to CPU %d", p->index, p->n_cpus > 0 ? p->cpus[0] : p->core);
     }
-    ipu_dnn_bind_threads(dev->params.index, dev->params.threads);
+    ipu_dnn_bind_threads(p->index, p->threads, p->cpus, p->n_cpus);
     pthread_mutex_lock(&dev->mu);
     for (;;) {
         while (!dev->pending && !dev->quit)

@@ -1,13 +1,13 @@
 /* The oneDNN layer (onednn.h), its core: engine, streams, errors, memory
- * descriptors, attributes, reorders, execution and weights. The makers of
- * the primitives are in onednn_*.c, the CPU and thread queries in
- * onednn_cpu.c; what they share is onednn_impl.h. */
+ * descriptors, attributes, reorders, the implementations made. The makers
+ * of the primitives are in onednn_*.c, their runs and weights in
+ * onednn_run.c, the CPU and thread queries in onednn_cpu.c; what they
+ * share is onednn_impl.h. */
 #include "exec/onednn_impl.h"
 
 #include "common/log.h"
 
 #include <dnnl_debug.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,12 +129,64 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
     return s;
 }
 
+/* Each node's implementation hash (ipu_dnn_node_impl), by node address. */
+static pthread_mutex_t g_impl_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct node_impl {
+    const ipu_node_t *node;
+    uint32_t hash;
+} *g_impl;
+static size_t g_n_impl, g_impl_cap;
+
+static uint32_t fnv1a(uint32_t h, const char *s)
+{
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+static void record_impl(const ipu_node_t *n, const char *impl)
+{
+    pthread_mutex_lock(&g_impl_mu);
+    size_t i = 0;
+    while (i < g_n_impl && g_impl[i].node != n)
+        i++;
+    if (i == g_n_impl && g_n_impl == g_impl_cap) {
+        size_t cap = g_impl_cap ? 2 * g_impl_cap : 256;
+        struct node_impl *t = realloc(g_impl, cap * sizeof(*t));
+        if (t) {
+            g_impl = t;
+            g_impl_cap = cap;
+        }
+    }
+    if (i < g_impl_cap) {
+        /* with the ISA: some names ("gemm:jit") do not tell it */
+        uint32_t h = fnv1a(fnv1a(2166136261u, impl), ipu_dnn_isa());
+        g_impl[i] = (struct node_impl){n, h ? h : 1}; /* 0: none made */
+        if (i == g_n_impl)
+            g_n_impl++;
+    }
+    pthread_mutex_unlock(&g_impl_mu);
+}
+
+uint32_t ipu_dnn_node_impl(const ipu_node_t *n)
+{
+    uint32_t h = 0;
+    pthread_mutex_lock(&g_impl_mu);
+    for (size_t i = 0; i < g_n_impl && h == 0; i++)
+        if (g_impl[i].node == n)
+            h = g_impl[i].hash;
+    pthread_mutex_unlock(&g_impl_mu);
+    return h;
+}
+
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
 {
     const char *impl = NULL;
-    if (ipu_log_level_current >= IPU_LOG_DEBUG &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
-        ipu_debug("node '%s' (%s): oneDNN %s", n->name, n->op_type, impl ? impl : "?");
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    record_impl(n, impl);
+    ipu_debug("node '%s' (%s): oneDNN %s, scratchpad %zu bytes", n->name, n->op_type, impl,
+              dnn_pd_scratch(pd));
 }
 
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)
@@ -264,145 +316,6 @@ dnnl_status_t dnn_run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_me
     return dnn_exec(r, s, &args);
 }
 
-/* A new buffer holding w reordered into p->wei_md (*out, caller frees). */
-static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                    const float *w, void **out)
-{
-    ipu_status_t st = IPU_OK;
-    dnnl_primitive_t r = NULL;
-    void *buf = aligned_alloc(64, dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)));
-    *out = NULL;
-    if (buf == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-    DNN_TRY(dnn_make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
-    DNN_TRY(dnn_run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
-    *out = buf;
-    buf = NULL;
-out:
-    if (r)
-        dnnl_primitive_destroy(r);
-    free(buf);
-    return st;
-}
-
-ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *w)
-{
-    ipu_status_t st = IPU_OK;
-    dnnl_stream_t s = NULL;
-    void *buf = NULL;
-    if (p == NULL || !p->reorder_weights || w == NULL)
-        return IPU_OK;
-    pthread_mutex_lock(&p->mu);
-    if (p->wei_from != w && (st = dnn_stream(n, &s)) == IPU_OK) {
-        omp_set_num_threads(1);
-        if ((st = reorder_weights(n, p, s, w, &buf)) == IPU_OK) {
-            free(p->wei);
-            p->wei = buf;
-            p->wei_from = w;
-        }
-    }
-    pthread_mutex_unlock(&p->mu);
-    return st;
-}
-
-size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
-{
-    return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
-}
-
-/* The weights to run with: ours, the copy made at load, or (*tmp, freed by
- * the caller) a copy made now. */
-static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                const float *w, const void **out, void **tmp)
-{
-    *tmp = NULL;
-    *out = w;
-    if (!p->reorder_weights)
-        return IPU_OK;
-    pthread_mutex_lock(&p->mu);
-    const void *ready = p->wei_from == w ? p->wei : NULL;
-    pthread_mutex_unlock(&p->mu);
-    if (ready) {
-        *out = ready;
-        return IPU_OK;
-    }
-    ipu_status_t st = reorder_weights(n, p, s, w, tmp);
-    *out = *tmp;
-    return st;
-}
-
-/* Run p: the operands of ipu_dnn_run() and the maker's further ones
- * (extra[i] for p->extra_arg[i], NULL only when p has none). */
-static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                        const float *bias, const float *res, const void *const *extra, float *dst,
-                        const ipu_kernel_ctx_t *ctx)
-{
-    ipu_status_t st;
-    dnnl_stream_t s = NULL;
-    const void *w = NULL;
-    void *tmp = NULL;
-    dnn_args_t args = {.n = 0};
-    if (ipu_dnn_scratch(p) > ctx->scratch_bytes)
-        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    if ((st = dnn_stream(n, &s)) != IPU_OK)
-        return st;
-    int threads = ctx->threads > 0 ? ctx->threads : 1;
-    if (omp_get_max_threads() != threads) /* set once by an IPU's worker */
-        omp_set_num_threads(threads);
-    if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
-        return st;
-    uint8_t *pad = ctx->scratch, *xs = pad + dnn_align64(p->pad_bytes), *ys = xs + p->src_bytes;
-    const void *x = src;
-    void *y = dst;
-    if (p->src_in && !p->chain_src) {
-        DNN_TRY(dnn_run_reorder(p->src_in, s, &p->src_user, src, &p->src_md, xs, pad), "reordering X");
-        x = xs;
-    }
-    if (p->dst_out && !p->chain_dst)
-        y = ys;
-    if (p->has_res) { /* the sum post-op adds Y's contents: the residual */
-        int as_dst = p->res_in == NULL || p->chain_res;
-        if (res == NULL) {
-            st = ipu_op_error(IPU_ERR_INTERNAL, n, "no residual");
-            goto out;
-        }
-        if (res != y || !as_dst)
-            DNN_TRY(dnn_run_reorder(as_dst ? p->res_copy : p->res_in, s,
-                                as_dst ? &p->dst_md : &p->res_user, res, &p->dst_md, y, pad),
-                    "copying the residual");
-    }
-    DNN_TRY(dnn_arg(&args, DNNL_ARG_SRC, &p->src_md, x), "binding X");
-    if (w)
-        DNN_TRY(dnn_arg(&args, DNNL_ARG_WEIGHTS, &p->wei_md, w), "binding W");
-    for (int i = 0; i < p->n_extra; i++)
-        DNN_TRY(dnn_arg(&args, p->extra_arg[i], &p->extra_md[i], extra[i]), "binding an operand");
-    if (bias)
-        DNN_TRY(dnn_arg(&args, DNNL_ARG_BIAS, &p->bias_md, bias), "binding B");
-    DNN_TRY(dnn_arg(&args, DNNL_ARG_DST, &p->dst_md, y), "binding Y");
-    if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
-        DNN_TRY(dnn_arg(&args, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad), "binding the scratchpad");
-    DNN_TRY(dnn_exec(p->prim, s, &args), "executing");
-    if (p->dst_out && !p->chain_dst)
-        DNN_TRY(dnn_run_reorder(p->dst_out, s, &p->dst_md, ys, &p->dst_user, dst, pad), "reordering Y");
-out:
-    dnn_args_free(&args);
-    free(tmp);
-    return st;
-}
-
-ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, const float *res, float *dst,
-                         const ipu_kernel_ctx_t *ctx)
-{
-    return run(n, p, src, weights, bias, res, NULL, dst, ctx);
-}
-
-ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
-                          const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx)
-{
-    return run(n, p, src, NULL, NULL, NULL, extra, dst, ctx);
-}
-
 void dnn_add_operand(ipu_dnn_t *p, int dnnl_arg, const dnnl_memory_desc_t *md)
 {
     if (p->n_extra < DNN_MAX_EXTRA) {
@@ -443,8 +356,8 @@ void ipu_dnn_free(ipu_dnn_t *p)
         dnnl_primitive_destroy(p->res_in);
     if (p->res_copy)
         dnnl_primitive_destroy(p->res_copy);
+    dnn_run_free(p);
     pthread_mutex_destroy(&p->mu);
-    free(p->wei);
     free(p);
 }
 

@@ -143,16 +143,20 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);
 
 /* Reorder constant weights (at the address runs will pass) once into the
- * layout p prefers, into a copy p keeps until the next call with another
- * address or ipu_dnn_free(); a no-op when p takes ours as they are or has
- * them already. Thread-safe. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
+ * layout p prefers, into a copy p keeps until ipu_dnn_free() (a call with
+ * another address makes the runs take a new copy; the earlier one stays,
+ * as a run on another thread may still read it); a no-op when p takes ours
+ * as they are or has them already. Thread-safe; the runs read the copy
+ * without a lock. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
 /* Bytes of the copy ipu_dnn_load_weights() keeps (the size of the weights
  * in the primitive's layout, 64-byte aligned), known without reordering; 0
  * when p takes ours as they are, or for NULL. */
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 
-/* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
+/* Run p (any thread; a thread's first run makes the memory objects its
+ * later runs re-point, so a run allocates nothing once weights are
+ * loaded): src (A or X), weights (B or W), bias (or NULL), res (the
  * convolution's residual R, or NULL without one), dst (Y) in the layouts of
  * the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
  * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
@@ -174,11 +178,13 @@ void ipu_dnn_free(ipu_dnn_t *p);
 
 /* Called once by an IPU's worker thread, after it is pinned: its OpenMP
  * team (the threads oneDNN runs its primitives on when called from it) is
- * threads (>= 1) threads, each bound to the worker's CPUs, so the team of
- * one IPU never runs on another's cores. At debug log level each thread of
- * the team logs "IPU index: OpenMP thread i of n on CPUs L, the worker's
- * W" (L and W lists like "0,2"). */
-void ipu_dnn_bind_threads(int index, int threads);
+ * threads (>= 1) threads; thread t is bound to cpus[t % n_cpus] (the team's
+ * cores from the binding plan, thread 0 being the worker), or with n_cpus
+ * 0 to the worker's CPUs, so the team of one IPU never runs on another's
+ * cores. At debug log level each thread of the team logs "IPU index:
+ * OpenMP thread i of n on CPUs L, the worker's W" (L and W lists like
+ * "0,2"; W as pinned before the team was bound). */
+void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus);
 
 /* Activations kept in oneDNN's layout between two primitives: how
  * consumer can read producer's output in producer's layout (as its input
@@ -205,6 +211,23 @@ void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_b
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",
  * "avx2" (static string). */
 const char *ipu_dnn_isa(void);
+/* The instruction sets oneDNN will dispatch to here, found without fixing
+ * them (a oneDNN query would: oneDNN takes no cap after it): those this
+ * CPU has, by the features oneDNN asks for each, under ONEDNN_MAX_CPU_ISA
+ * (or DNNL_MAX_CPU_ISA). A bit mask of oneDNN's ISA codes, each holding
+ * the ones below it: the AND of two ranks' masks holds what both have. */
+unsigned ipu_dnn_isa_mask(void);
+/* The name of the highest ISA in mask ("avx2"; "unknown" for none). */
+const char *ipu_dnn_isa_top(unsigned mask);
+/* Cap oneDNN to the highest ISA in mask (the AND of every rank's
+ * ipu_dnn_isa_mask()), before any primitive is made. Returns 1 when a cap
+ * was set (this CPU has a higher one), 0 when none is needed, or
+ * IPU_ERR_INTERNAL (negative) when oneDNN had fixed its ISA already. */
+int ipu_dnn_cap_isa(unsigned mask);
+/* A hash of the oneDNN implementation (dnnl_query_impl_info_str) of the
+ * last primitive made for node n (n->name), 0 when none was made; so that
+ * ranks can compare the kernels they chose. Thread-safe. */
+uint32_t ipu_dnn_node_impl(const ipu_node_t *n);
 /* 1 if that ISA is at least AVX2. */
 int ipu_dnn_isa_avx2(void);
 /* "oneDNN 2.6.3" (static string). */

@@ -1,8 +1,10 @@
 /* The oneDNN layer (onednn.h): the OpenMP team of each IPU, the ISA oneDNN
- * dispatches to, its version and the CPU model. */
+ * dispatches to (and its cap, agreed by the ranks), its version and the CPU
+ * model. */
 #include "exec/onednn_impl.h"
 
 #include "common/log.h"
+#include "common/settings.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -19,7 +21,7 @@ static void cpu_list(const cpu_set_t *set, char *buf, size_t len)
             off += (size_t)snprintf(buf + off, len - off, off ? ",%d" : "%d", c);
 }
 
-void ipu_dnn_bind_threads(int index, int threads)
+void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus)
 {
     cpu_set_t mine;
     int n = threads > 0 ? threads : 1;
@@ -27,11 +29,18 @@ void ipu_dnn_bind_threads(int index, int threads)
     if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
         return;
     /* libgomp keeps this thread's team for its later parallel regions;
-     * threads it adds later inherit the worker's affinity */
+     * threads it adds later inherit the worker's affinity (all the team's
+     * CPUs) */
 #pragma omp parallel num_threads(n)
     {
-        cpu_set_t got;
-        if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+        cpu_set_t got, one;
+        const cpu_set_t *to = &mine;
+        if (n_cpus > 0) { /* its own core of the team's */
+            CPU_ZERO(&one);
+            CPU_SET(cpus[omp_get_thread_num() % n_cpus], &one);
+            to = &one;
+        }
+        if (pthread_setaffinity_np(pthread_self(), sizeof(*to), to) != 0)
             ipu_warn("IPU %d: cannot bind OpenMP thread %d to its worker's CPUs", index,
                      omp_get_thread_num());
         if (ipu_log_level_current >= IPU_LOG_DEBUG &&
@@ -47,22 +56,109 @@ void ipu_dnn_bind_threads(int index, int threads)
 
 /* ---- what runs ---------------------------------------------------------- */
 
+/* oneDNN's instruction sets (each a bit mask holding the ones below it),
+ * in the order of the ONEDNN_MAX_CPU_ISA setting's choices. */
+static const struct {
+    dnnl_cpu_isa_t isa;
+    const char *name;
+} g_isas[] = {
+    {dnnl_cpu_isa_all, "all"},
+    {dnnl_cpu_isa_sse41, "sse41"},
+    {dnnl_cpu_isa_avx, "avx"},
+    {dnnl_cpu_isa_avx2, "avx2"},
+    {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+    {dnnl_cpu_isa_avx512_mic, "avx512_mic"},
+    {dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops"},
+    {dnnl_cpu_isa_avx512_core, "avx512_core"},
+    {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+    {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+    {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+};
+enum { N_ISAS = sizeof g_isas / sizeof g_isas[0] };
+
+static const char *isa_name(unsigned isa)
+{
+    for (int i = 0; i < N_ISAS; i++)
+        if ((unsigned)g_isas[i].isa == isa)
+            return g_isas[i].name;
+    return "unknown";
+}
+
 const char *ipu_dnn_isa(void)
 {
-    switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    case dnnl_cpu_isa_all: return "all";
-    default: return "unknown";
+    return isa_name(dnnl_get_effective_cpu_isa());
+}
+
+/* Whether this CPU (and its OS) has instruction set isa, by the CPU
+ * features oneDNN asks for it (its cpu_isa_traits: mayiuse()). */
+static int cpu_has(dnnl_cpu_isa_t isa)
+{
+    __builtin_cpu_init();
+    int core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    int mic = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+              __builtin_cpu_supports("avx512er") && __builtin_cpu_supports("avx512pf");
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return __builtin_cpu_supports("sse4.1");
+    case dnnl_cpu_isa_avx: return __builtin_cpu_supports("avx");
+    case dnnl_cpu_isa_avx2: return __builtin_cpu_supports("avx2");
+    case dnnl_cpu_isa_avx2_vnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case dnnl_cpu_isa_avx512_mic: return mic;
+    case dnnl_cpu_isa_avx512_mic_4ops:
+        return mic && __builtin_cpu_supports("avx5124fmaps") && __builtin_cpu_supports("avx5124vnniw");
+    case dnnl_cpu_isa_avx512_core: return core;
+    case dnnl_cpu_isa_avx512_core_vnni: return core && __builtin_cpu_supports("avx512vnni");
+    case dnnl_cpu_isa_avx512_core_bf16:
+        return core && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+    case dnnl_cpu_isa_avx512_core_amx:
+        return core && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
+               __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+               __builtin_cpu_supports("amx-bf16");
+    default: return 0;
     }
+}
+
+unsigned ipu_dnn_isa_mask(void)
+{
+    /* the cap oneDNN will read from its environment (ONEDNN_ first) */
+    int cap = 0;
+    if (!ipu_setting_choice(IPU_SET_ONEDNN_MAX_CPU_ISA, &cap))
+        ipu_setting_choice(IPU_SET_DNNL_MAX_CPU_ISA, &cap);
+    unsigned limit = cap > 0 && cap < N_ISAS ? (unsigned)g_isas[cap].isa : ~0u, mask = 0;
+    for (int i = 1; i < N_ISAS; i++) {
+        unsigned isa = (unsigned)g_isas[i].isa;
+        if ((isa & limit) == isa && cpu_has(g_isas[i].isa))
+            mask |= isa;
+    }
+    return mask;
+}
+
+/* The highest instruction set held in mask (0 when none is). */
+static unsigned isa_top(unsigned mask)
+{
+    unsigned best = 0;
+    for (int i = 1; i < N_ISAS; i++) {
+        unsigned isa = (unsigned)g_isas[i].isa;
+        if ((isa & mask) == isa && __builtin_popcount(isa) > __builtin_popcount(best))
+            best = isa;
+    }
+    return best;
+}
+
+const char *ipu_dnn_isa_top(unsigned mask)
+{
+    return isa_name(isa_top(mask));
+}
+
+int ipu_dnn_cap_isa(unsigned mask)
+{
+    unsigned top = isa_top(mask);
+    if (top == 0 || top == isa_top(ipu_dnn_isa_mask()))
+        return 0;
+    if (dnnl_set_max_cpu_isa((dnnl_cpu_isa_t)top) != dnnl_success)
+        return ipu_error(IPU_ERR_INTERNAL, "cannot cap oneDNN to the instruction set %s: it fixed "
+                         "its own before (a primitive was made first)", isa_name(top));
+    return 1;
 }
 
 int ipu_dnn_isa_avx2(void)

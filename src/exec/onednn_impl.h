@@ -7,8 +7,25 @@
 
 #include <dnnl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
-enum { DNN_MAX_EXTRA = 6 };
+enum {
+    DNN_MAX_EXTRA = 6,
+    DNN_SLOTS = 8, /* threads that run one primitive with memory objects kept */
+};
+
+/* Weights reordered at load: buf holds the ones at from in wei_md. Never
+ * changed once published; earlier ones (prev) stay until ipu_dnn_free(),
+ * as a run on another thread may still read them. */
+typedef struct dnn_wei {
+    const void *from;
+    void *buf;
+    struct dnn_wei *prev;
+} dnn_wei_t;
+
+/* The memory objects one thread runs a primitive with (onednn.c). */
+typedef struct dnn_slot dnn_slot_t;
 
 struct ipu_dnn {
     dnnl_primitive_t prim;
@@ -22,9 +39,13 @@ struct ipu_dnn {
     int reorder_weights; /* the primitive's weights layout differs from ours */
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
-    pthread_mutex_t mu; /* guards the weights copy */
-    void *wei;          /* weights in wei_md made at load, or NULL */
-    const void *wei_from; /* the address they were made from */
+    pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
+    _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read
+                               * without the lock by the runs */
+    /* a thread's memory objects: owner[i] is the thread that claimed
+     * slot[i] (its token, 0: free); claimed once, kept until the free */
+    _Atomic uintptr_t owner[DNN_SLOTS];
+    dnn_slot_t *slot[DNN_SLOTS];
     int n_extra; /* further operands of ipu_dnn_exec(), in the maker's order */
     int extra_arg[DNN_MAX_EXTRA];
     dnnl_memory_desc_t extra_md[DNN_MAX_EXTRA];
@@ -67,7 +88,8 @@ dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md);
  * sum (when sum != 0) and act (may be NULL). */
 dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
                             dnnl_primitive_attr_t *out);
-/* At debug log level: "node 'X' (Op): oneDNN <implementation>". */
+/* Records pd's implementation as node n's (ipu_dnn_node_impl); at debug
+ * log level: "node 'X' (Op): oneDNN <implementation>, scratchpad B bytes". */
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
 /* Bytes of pd's scratchpad. */
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
@@ -102,6 +124,9 @@ dnnl_status_t dnn_arg(dnn_args_t *args, int which, const dnnl_memory_desc_t *md,
 void dnn_args_free(dnn_args_t *args);
 /* Execute prim on args (freed) and wait. */
 dnnl_status_t dnn_exec(dnnl_primitive_t prim, dnnl_stream_t s, dnn_args_t *args);
+/* Free what p's runs kept (onednn_run.c): the threads' memory objects and
+ * the weights made at load. */
+void dnn_run_free(ipu_dnn_t *p);
 /* Run reorder r from (md mf) into to (md mt), scratchpad pad (or none). */
 dnnl_status_t dnn_run_reorder(dnnl_primitive_t r, dnnl_stream_t s, const dnnl_memory_desc_t *mf,
                               const void *from, const dnnl_memory_desc_t *mt, void *to, void *pad);

@@ -33,7 +33,9 @@ ipu_status_t ipu_session_open(const char *path, const ipu_session_opts_t *opts, 
         s->declared[k] = s->g->values[s->g->inputs[k]];
     if (st == IPU_OK) {
         ipu_device_params_t dp = {.index = 0, .capacity = opts->ipu_memory,
-                                  .threads = opts->threads, .core = opts->core};
+                                  .threads = opts->threads, .core = opts->core,
+                                  .n_cpus = opts->n_cpus};
+        memcpy(dp.cpus, opts->cpus, sizeof dp.cpus);
         st = ipu_device_open(&dp, &s->dev);
     }
     if (st != IPU_OK) {

@@ -16,6 +16,8 @@ typedef struct ipu_session_opts {
     int threads;          /* kernel threads (oneDNN's OpenMP team), >= 1 */
     size_t ipu_memory;    /* IPU capacity in bytes (0: IPU_DEFAULT_MEMORY) */
     int core;             /* CPU to pin the IPU worker to, -1 for none */
+    int n_cpus;           /* > 0: its team's CPUs (ipu_device_params_t) */
+    int cpus[IPU_DEVICE_MAX_CPUS];
     int profile;          /* 1: time every node (ipu_stage_t.node_ms) */
 } ipu_session_opts_t;
 

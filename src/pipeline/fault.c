@@ -62,6 +62,16 @@ ipu_status_t ipu_fault_agree(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, con
     return ipu_agree(comm, st, &a, payload, bytes, host_ids, lost);
 }
 
+ipu_status_t ipu_fault_gather(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, const char *step,
+                              int timeouts, const uint32_t *mine, size_t n, uint32_t *all, int *lost)
+{
+    ipu_agree_params_t a = {.step = step, .timeout_s = f->timeout_s * timeouts, .poll = agree_poll,
+                            .arg = f, .values = mine, .n_values = n, .all = all};
+    if (f->lost)
+        a.alive = agree_alive;
+    return ipu_agree(comm, st, &a, NULL, 0, NULL, lost);
+}
+
 /* IPU_EXEC_ABORT_GRACE: seconds a rank that lost a peer waits before it
  * exits (default 10; an integer from 0 to 1000000000). */
 static int abort_grace_s(void)

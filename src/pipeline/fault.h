@@ -49,6 +49,12 @@ typedef struct {
      * (it stopped answering). */
     int (*alive)(void *arg, int peer);
     void *arg;
+    /* Optional: n_values values of this rank (the same count on every
+     * rank), gathered: on IPU_OK all[r * n_values + i] is rank r's value i
+     * on every rank (all: comm's size x n_values, the caller's). */
+    const uint32_t *values;
+    size_t n_values;
+    uint32_t *all;
 } ipu_agree_params_t;
 
 /* Agree on st (this rank's status of the step). Returns:
@@ -103,6 +109,10 @@ void ipu_fault_close(ipu_fault_t *f);
 ipu_status_t ipu_fault_agree(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, const char *step,
                              int timeouts, int root_timeouts, void *payload, size_t bytes,
                              int *host_ids, int *lost);
+/* The same, gathering n values of every rank into all (comm's size x n,
+ * rank r's from all[r * n]) instead of a payload. */
+ipu_status_t ipu_fault_gather(ipu_fault_t *f, MPI_Comm comm, ipu_status_t st, const char *step,
+                              int timeouts, const uint32_t *mine, size_t n, uint32_t *all, int *lost);
 
 /* --- the watchdog ------------------------------------------------------
  *

@@ -95,16 +95,24 @@ static ipu_status_t root_wait(int size, const ipu_agree_params_t *p, MPI_Request
 
 /* The ranks' hosts from their reports: for each, the lowest rank on the
  * same one (rank 0's own name is filled in here). */
-static void root_hosts(int size, report_t *rep, int32_t *hid)
+static void root_hosts(int size, char *reps, size_t rsz, int32_t *hid)
 {
     int len = 0;
-    MPI_Get_processor_name(rep[0].host, &len);
+    MPI_Get_processor_name(((report_t *)(void *)reps)->host, &len);
     for (int r = 0; r < size; r++) {
+        const report_t *rr = (const report_t *)(const void *)(reps + (size_t)r * rsz);
         hid[r] = r;
         for (int q = 0; q < r && hid[r] == r; q++)
-            if (strncmp(rep[q].host, rep[r].host, sizeof rep[r].host) == 0)
+            if (strncmp(((const report_t *)(const void *)(reps + (size_t)q * rsz))->host, rr->host,
+                        sizeof rr->host) == 0)
                 hid[r] = q;
     }
+}
+
+/* A report's bytes: the report, then the rank's values. */
+static size_t report_bytes(const ipu_agree_params_t *p)
+{
+    return sizeof(report_t) + p->n_values * sizeof(uint32_t);
 }
 
 /* Answer every rank that reported with vbuf[0..vbytes); the sends may
@@ -145,21 +153,25 @@ static int root_answer(MPI_Comm comm, int size, const ipu_agree_params_t *p, MPI
 static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agree_params_t *p,
                          void *payload, size_t payload_bytes, int *host_ids, int *lost)
 {
-    report_t *rep = calloc((size_t)size, sizeof(report_t));
+    size_t rsz = report_bytes(p), abytes = (size_t)size * p->n_values * sizeof(uint32_t);
+    char *reps = calloc((size_t)size, rsz);
+#define REP(r) ((report_t *)(void *)(reps + (size_t)(r) * rsz))
     MPI_Request *rq = calloc((size_t)size, sizeof(MPI_Request));
     size_t hbytes = (size_t)size * sizeof(int32_t);
-    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
-    if (!rep || !rq || !vbuf) {
-        free(rep); free(rq); free(vbuf);
+    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + abytes + payload_bytes);
+    if (!reps || !rq || !vbuf) {
+        free(reps); free(rq); free(vbuf);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     }
+    if (p->n_values)
+        memcpy(REP(0) + 1, p->values, p->n_values * sizeof(uint32_t));
     /* "rank 0 is here": the others time rank 0's verdict from this */
     static const int32_t here = 1;
     for (int r = 1; r < size; r++) {
         MPI_Request nq;
         MPI_Isend(&here, 1, MPI_INT32_T, r, IPU_AGREE_TAG, comm, &nq);
         MPI_Request_free(&nq);
-        MPI_Irecv(&rep[r], (int)sizeof(report_t), MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
+        MPI_Irecv(REP(r), (int)rsz, MPI_BYTE, r, IPU_AGREE_TAG, comm, &rq[r]);
     }
     verdict_t *v = (verdict_t *)(void *)vbuf;
     v->status = IPU_OK;
@@ -168,7 +180,7 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
     if (pst != IPU_OK) { /* a notice: the caller stops; the others hear it too */
         for (int r = 1; r < size; r++)
             drop(&rq[r], 1);
-        free(rep); free(rq); free(vbuf);
+        free(reps); free(rq); free(vbuf);
         *lost = 1;
         return pst;
     }
@@ -178,21 +190,29 @@ static ipu_status_t root(MPI_Comm comm, int size, ipu_status_t st, const ipu_agr
         snprintf(v->msg, sizeof v->msg, "%s", ipu_error_message());
     }
     for (int r = 1; r < size && v->lost < 0 && v->status == IPU_OK; r++)
-        if (rep[r].status != IPU_OK) {
-            v->status = rep[r].status;
-            memcpy(v->msg, rep[r].msg, sizeof v->msg);
+        if (REP(r)->status != IPU_OK) {
+            v->status = REP(r)->status;
+            memcpy(v->msg, REP(r)->msg, sizeof v->msg);
             v->msg[sizeof v->msg - 1] = '\0';
         }
     int32_t *hid = (int32_t *)(void *)(vbuf + sizeof(verdict_t));
-    root_hosts(size, rep, hid);
+    root_hosts(size, reps, rsz, hid);
     if (host_ids)
         memcpy(host_ids, hid, hbytes);
-    size_t vbytes = sizeof(verdict_t) + hbytes + (v->status == IPU_OK ? payload_bytes : 0);
+    /* every rank's values, then rank 0's payload */
+    char *vals = vbuf + sizeof(verdict_t) + hbytes;
+    for (int r = 0; r < size && p->n_values; r++)
+        memcpy(vals + (size_t)r * p->n_values * sizeof(uint32_t), REP(r) + 1,
+               p->n_values * sizeof(uint32_t));
+    if (v->status == IPU_OK && p->n_values && p->all)
+        memcpy(p->all, vals, abytes);
+    size_t vbytes = sizeof(verdict_t) + hbytes + abytes + (v->status == IPU_OK ? payload_bytes : 0);
     if (v->status == IPU_OK && payload_bytes)
-        memcpy(vbuf + sizeof(verdict_t) + hbytes, payload, payload_bytes);
+        memcpy(vals + abytes, payload, payload_bytes);
     int pending = root_answer(comm, size, p, rq, vbuf, vbytes);
     ipu_status_t out = st != IPU_OK && v->lost < 0 ? st : apply(v, 0, lost);
-    free(rep); free(rq);
+#undef REP
+    free(reps); free(rq);
     if (!pending) /* else a stalled rank may still take it: the buffer stays */
         free(vbuf);
     return out;
@@ -204,9 +224,10 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
     /* on the heap: a send or receive given up on may still complete, so
      * its buffers then stay allocated */
     size_t hbytes = (size_t)size * sizeof(int32_t);
-    report_t *rep = calloc(1, sizeof(report_t));
+    size_t rsz = report_bytes(p), abytes = (size_t)size * p->n_values * sizeof(uint32_t);
+    report_t *rep = calloc(1, rsz);
     int32_t *here = calloc(1, sizeof(int32_t));
-    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + payload_bytes);
+    char *vbuf = calloc(1, sizeof(verdict_t) + hbytes + abytes + payload_bytes);
     if (!rep || !here || !vbuf) {
         free(rep); free(here); free(vbuf);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
@@ -216,11 +237,13 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
         snprintf(rep->msg, sizeof rep->msg, "%s", ipu_error_message());
     int len = 0;
     MPI_Get_processor_name(rep->host, &len);
+    if (p->n_values)
+        memcpy(rep + 1, p->values, p->n_values * sizeof(uint32_t));
     MPI_Request sq, hq, rq;
-    MPI_Isend(rep, (int)sizeof *rep, MPI_BYTE, 0, IPU_AGREE_TAG, comm, &sq);
+    MPI_Isend(rep, (int)rsz, MPI_BYTE, 0, IPU_AGREE_TAG, comm, &sq);
     MPI_Irecv(here, 1, MPI_INT32_T, 0, IPU_AGREE_TAG, comm, &hq);
-    MPI_Irecv(vbuf, (int)(sizeof(verdict_t) + hbytes + payload_bytes), MPI_BYTE, 0, IPU_AGREE_TAG,
-              comm, &rq);
+    MPI_Irecv(vbuf, (int)(sizeof(verdict_t) + hbytes + abytes + payload_bytes), MPI_BYTE, 0,
+              IPU_AGREE_TAG, comm, &rq);
     /* until rank 0 is here: timeout + its own work before the step; then
      * timeout + a margin for its verdict (it waits timeout for the last) */
     double t0 = MPI_Wtime(), limit = p->timeout_s > 0 ? p->timeout_s + p->root_extra_s : 0;
@@ -270,8 +293,10 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
     const verdict_t *v = (const verdict_t *)(const void *)vbuf;
     if (host_ids)
         memcpy(host_ids, vbuf + sizeof(verdict_t), hbytes);
+    if (v->status == IPU_OK && p->n_values && p->all)
+        memcpy(p->all, vbuf + sizeof(verdict_t) + hbytes, abytes);
     if (v->status == IPU_OK && payload_bytes)
-        memcpy(payload, vbuf + sizeof(verdict_t) + hbytes, payload_bytes);
+        memcpy(payload, vbuf + sizeof(verdict_t) + hbytes + abytes, payload_bytes);
     out = st != IPU_OK && v->lost < 0 ? st : apply(v, 1, lost);
     free(vbuf);
     return out;
@@ -286,8 +311,11 @@ ipu_status_t ipu_agree(MPI_Comm comm, ipu_status_t st, const ipu_agree_params_t 
     *lost = 0;
     if (host_ids)
         host_ids[0] = 0;
-    if (size == 1)
+    if (size == 1) {
+        if (st == IPU_OK && p->n_values && p->all)
+            memcpy(p->all, p->values, p->n_values * sizeof(uint32_t));
         return st;
+    }
     return rank == 0 ? root(comm, size, st, p, payload, payload_bytes, host_ids, lost)
                      : member(comm, size, st, p, payload, payload_bytes, host_ids, lost);
 }

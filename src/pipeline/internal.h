@@ -104,16 +104,20 @@ void pipe_free_links(pipe_t *pp);
 typedef struct pipe_hosts {
     int local_rank, local_size;  /* this rank among the ranks of its host */
 } pipe_hosts_t;
-/* Shapes of micro-batch 0, rank 0's measured costs, the plan (the same on
- * every rank); *lost: a rank is gone, no collective may follow. */
+/* oneDNN's instruction set (the highest all ranks have, set before any
+ * primitive is made), shapes of micro-batch 0, rank 0's measured costs,
+ * the plan (the same on every rank); *lost: a rank is gone, no collective
+ * may follow. */
 ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ipu_partition_params_t *ppar,
                              ipu_partition_t *plan, pipe_hosts_t *hosts, int *lost);
 /* This rank's links, weights (others' constants freed) and stages. */
 ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan, const pipe_hosts_t *hosts,
                          ipu_status_t st);
-/* Agree on the set-up, open the transport, post the links' receives, open
- * the notices, agree on the start. */
-ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, ipu_status_t st, int *lost);
+/* Agree on the set-up (and that ranks holding the same stage made the same
+ * oneDNN implementation for each of its nodes, node_stage the plan's, may
+ * be NULL when the plan failed), open the transport, post the links'
+ * receives, open the notices, agree on the start. */
+ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_status_t st, int *lost);
 /* This rank's stages on their IPUs (bind: cores, may be NULL). */
 ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind);
 void pipe_free_local(pipe_t *pp);

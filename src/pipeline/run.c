@@ -81,7 +81,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         goto out;
     }
     st = pipe_set_up(&pp, g, &plan, &hosts, st);
-    if ((st = pipe_start(&pp, comm, st, &lost)) != IPU_OK) {
+    if ((st = pipe_start(&pp, comm, plan.node_stage, st, &lost)) != IPU_OK) {
         rep->setup_failed = !lost;
         goto out;
     }

@@ -5,7 +5,9 @@
  * the links' first receives and the lost-rank notices. */
 #include "pipeline/internal.h"
 
+#include "common/log.h"
 #include "exec/measure.h"
+#include "exec/onednn.h"
 #include "exec/prepare.h"
 #include "graph/load.h"
 
@@ -70,6 +72,8 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
         ls->total = total;
         ipu_device_params_t dp = {.index = i, .capacity = p->ipu_memory, .threads = p->threads,
                                   .core = bind ? bind->pu[i] : -1};
+        if (bind) /* its team on the plan's --threads cores */
+            dp.n_cpus = ipu_binding_cpus(bind, i, dp.cpus, IPU_DEVICE_MAX_CPUS);
         if ((st = ipu_device_open(&dp, &ls->dev)) != IPU_OK)
             break;
         char where[64];
@@ -130,6 +134,41 @@ static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const 
     free(keep);
 }
 
+/* The instruction set of every rank's oneDNN: the highest that all ranks
+ * have, agreed and set before any primitive is made (inferring the shapes
+ * makes them, rank 0's measuring runs them), so that ranks holding the
+ * same stage make the same kernels; rank 0 says so when a cap was set. */
+static ipu_status_t agree_isa(pipe_t *pp, MPI_Comm comm, int *lost)
+{
+    uint32_t mine = ipu_dnn_isa_mask(), meet = ~0u;
+    uint32_t *all = calloc((size_t)pp->world, sizeof(uint32_t));
+    ipu_status_t st = all ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    st = ipu_fault_gather(&pp->fault, comm, st, "the instruction set oneDNN dispatches to", 1, &mine,
+                          all ? 1 : 0, all, lost);
+    if (st != IPU_OK) {
+        free(all);
+        return st;
+    }
+    for (int r = 0; r < pp->world; r++)
+        meet &= all[r];
+    int low = -1, high = -1; /* a rank on the highest all have, one above it */
+    for (int r = 0; r < pp->world; r++) {
+        int above = strcmp(ipu_dnn_isa_top(all[r]), ipu_dnn_isa_top(meet)) != 0;
+        if (above && high < 0)
+            high = r;
+        if (!above && low < 0)
+            low = r;
+    }
+    int capped = ipu_dnn_cap_isa(meet);
+    if (pp->rank == 0 && high >= 0)
+        ipu_warn("oneDNN capped to the instruction set %s on every rank, the highest all ranks have "
+                 "(rank %d has %s, rank %d %s), so that ranks holding the same stage run the same "
+                 "kernels", ipu_dnn_isa_top(meet), high, ipu_dnn_isa_top(all[high]), low < 0 ? 0 : low,
+                 low < 0 ? "less" : ipu_dnn_isa_top(all[low]));
+    free(all);
+    return capped < 0 ? (ipu_status_t)capped : IPU_OK;
+}
+
 /* Shapes of micro-batch 0 and the model's costs, agreed on by every rank:
  * rank 0 measures the GEMM-like nodes (unless told not to) and every rank
  * gets its times in *node_ms (allocated; NULL when not measured). The
@@ -139,9 +178,13 @@ static ipu_status_t agree_costs(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const
                                 double **node_ms, pipe_hosts_t *hosts, int *lost)
 {
     const ipu_pipeline_params_t *p = pp->p;
+    ipu_status_t st = agree_isa(pp, comm, lost);
+    if (*lost)
+        return st;
     /* shapes of micro-batch 0, then the plan (identical on every rank); as
      * the single-rank session does: the same kernels, the same bits */
-    ipu_status_t st = p->make_inputs(p->arg, 0, pp->ins);
+    if (st == IPU_OK)
+        st = p->make_inputs(p->arg, 0, pp->ins);
     if (st == IPU_OK)
         st = ipu_prepare_shapes(g, pp->ins);
     pp->ins_mb = 0;
@@ -225,17 +268,54 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
     if (st == IPU_OK) {
         ipu_binding_t bind;
         /* the ranks of this host share its cores */
-        int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K, &bind) == IPU_OK;
+        int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K,
+                                                   p->threads, &bind) == IPU_OK;
         st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL);
     }
     return st;
 }
 
-ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, ipu_status_t st, int *lost)
+/* Ranks holding the same stage (replicas) must have made the same oneDNN
+ * implementation for each of its nodes, else their outputs differ:
+ * all[r * n + i] is rank r's hash of node i's (0: not its node, or no
+ * oneDNN primitive). The same verdict on every rank. */
+static ipu_status_t check_impls(const pipe_t *pp, const int *node_stage, const uint32_t *all)
 {
-    /* every rank reaches here: fail together before any transfer */
-    if ((st = ipu_fault_agree(&pp->fault, comm, st, "the stages' set-up", 1, 0, NULL, 0, NULL, lost)) ==
-        IPU_OK) {
+    int n = pp->g->n_nodes;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < pp->world; r++) {
+            uint32_t a = all[(size_t)r * n + i];
+            for (int q = r + 1; a && q < pp->world; q++) {
+                uint32_t b = all[(size_t)q * n + i];
+                if (b && b != a)
+                    return ipu_error(IPU_ERR_UNSUPPORTED, "ranks %d and %d (both holding stage %d) made "
+                                     "different oneDNN implementations for node '%s' (%s): their outputs "
+                                     "would differ; give every rank the same oneDNN settings (IPU_EXEC_WINOGRAD, "
+                                     "ONEDNN_MAX_CPU_ISA) and CPUs of one instruction set", r, q, node_stage[i],
+                                     pp->g->nodes[i].name, pp->g->nodes[i].op_type);
+            }
+        }
+    return IPU_OK;
+}
+
+ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_status_t st, int *lost)
+{
+    /* every rank reaches here: fail together before any transfer; with
+     * the implementations of this rank's nodes, compared between replicas */
+    size_t n = (size_t)pp->g->n_nodes;
+    uint32_t *mine = calloc(n + 1, sizeof(uint32_t));
+    uint32_t *all = calloc((size_t)pp->world * n + 1, sizeof(uint32_t));
+    if ((!mine || !all) && st == IPU_OK)
+        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; mine && node_stage && i < n; i++)
+        if (node_stage[i] >= 0 && pipe_stage_rank(pp, node_stage[i]) == pp->rank)
+            mine[i] = ipu_dnn_node_impl(&pp->g->nodes[i]);
+    st = ipu_fault_gather(&pp->fault, comm, st, "the stages' set-up", 1, mine, mine && all ? n : 0, all, lost);
+    if (st == IPU_OK)
+        st = check_impls(pp, node_stage, all);
+    free(mine);
+    free(all);
+    if (st == IPU_OK) {
         ipu_watchdog_arm(pp->T, pp->rank, "the transport's set-up (its MPI bootstrap)");
         st = ipu_transport_open(comm, &pp->p->transport, &pp->tr);
         ipu_watchdog_disarm();

@@ -86,5 +86,26 @@ for s in $specs; do
         tail -n 5 "$log" | sed 's/^/  /'
     fi
 done
+# `ipu-exec plan` charges a stage oneDNN's scratchpad: its scratch column
+# holds at least the largest scratchpad oneDNN reports for a node (its
+# debug log), on resnet18 whose convolutions have one
+d=$cache/b1_op13/resnet18
+case " $specs " in *" 1:13:resnet18 "*)
+    out=$(IPU_EXEC_LOG_LEVEL=debug "$IPU_EXEC" plan "$d/model.onnx" 2>&1) || true
+    pad=$(echo "$out" | sed -n 's/.*: oneDNN .*, scratchpad \([0-9]*\) bytes$/\1/p' | sort -n | tail -1)
+    # the header's column names, their units ("weight MiB") left out
+    col=$(echo "$out" | awk '$1 == "stage" { for (i = 1; i <= NF; i++) if ($i !~ /^(MiB|bytes|ms)$/) {
+                                 n++; if ($i == "scratch") c = n } }
+                            c && $1 == "0" { print $c; exit }')
+    if [ -n "$pad" ] && [ "$pad" -gt 0 ] && [ -n "$col" ] &&
+        awk -v p="$pad" -v c="$col" 'BEGIN { exit !(c * 1048576 >= p - 0.005 * 1048576) }'; then
+        pass=$((pass + 1))
+        echo "PASS plan's scratch column ($col MiB) holds oneDNN's largest scratchpad ($pad bytes)"
+    else
+        fail=$((fail + 1))
+        failed="$failed plan-scratch"
+        echo "FAIL plan's scratch column '$col' MiB vs oneDNN's largest scratchpad '$pad' bytes"
+    fi ;;
+esac
 echo "models: $pass passed, $fail failed"
 [ $fail -eq 0 ] || { echo "failed:$failed"; exit 1; }

@@ -1,0 +1,48 @@
+#!/bin/sh
+# oneDNN's instruction set and kernels across ranks: a rank capped by
+# DNNL_MAX_CPU_ISA=AVX2 (mpirun -x for its app context only) caps its
+# replica too, said once, and the two replicas' outputs are byte-identical
+# to the one-rank run capped the same way; replicas that made different
+# oneDNN implementations for a node (one rank without Winograd) fail before
+# any transfer with one line naming both ranks and the node.
+set -u
+. "$(dirname "$0")/common.sh"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+"$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "skipped: no torch"; exit 77; }
+need_models 13 gpt2_tiny resnet18
+isa=$("$EXE" info 2>/dev/null | sed -n 's/.* isa \([a-z0-9_]*\);.*/\1/p')
+echo "this host: oneDNN isa $isa"
+case "$isa" in avx512*|avx2_vnni) ;; *) echo "skipped: the host's ISA is no higher than avx2"; exit 77 ;; esac
+m=$CACHE/op13/gpt2_tiny/model.onnx
+DNNL_MAX_CPU_ISA=AVX2 "$EXE" "$m" --batches 4 --output-dir "$W/ref" >/dev/null 2>"$W/err" ||
+    { fail "one-rank run at avx2"; cat "$W/err"; }
+OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x DNNL_MAX_CPU_ISA=AVX2 "$EXE" "$m" --batches 4 --replicas 2 \
+    --output-dir "$W/out" : -np 1 "$EXE" "$m" --batches 4 --replicas 2 --output-dir "$W/out" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$(echo "$OUT" | grep -c "oneDNN capped to the instruction set avx2 on every rank")" -eq 1 ] &&
+    echo "$OUT" | grep -q "rank 1 has $isa, rank 0 avx2"; then
+    ok "rank 0 at avx2 by DNNL_MAX_CPU_ISA: rank 1 capped to it too, said once"
+else fail "the ISA cap (exit $rc)"; echo "$OUT" | tail -5; fi
+diff -r "$W/ref" "$W/out" >/dev/null && ok "the capped replicas' outputs are identical to one rank at avx2" ||
+    fail "capped replicas differ from the one-rank run at avx2"
+# the same kernels everywhere: no cap, no line
+OUT=$(timeout -k 5 300 "$MPIRUN" -np 2 "$EXE" "$m" --batches 4 --replicas 2 2>&1)
+[ $? -eq 0 ] && ! echo "$OUT" | grep -q "capped" && ok "same ISA on every rank: no cap" ||
+    { fail "uncapped run"; echo "$OUT" | tail -5; }
+# replicas with different kernels for a node: Winograd (3x3 stride-1
+# convolutions on AVX-512) on rank 1 only
+case "$isa" in avx512_core*)
+    m=$CACHE/op13/resnet18/model.onnx
+    OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --replicas 2 \
+        : -np 1 "$EXE" "$m" --batches 2 --replicas 2 2>&1)
+    rc=$?
+    line=$(echo "$OUT" | grep "made different oneDNN implementations")
+    if [ $rc -ne 0 ] && [ "$(echo "$line" | grep -c .)" -eq 1 ] &&
+        echo "$line" | grep -q "ranks 0 and 1 (both holding stage 0) .* for node '[^']*' (Conv)"; then
+        ok "replicas on different kernels: one error line naming the ranks and the node"
+    else fail "the kernels check (exit $rc)"; echo "$OUT" | tail -5; fi ;;
+*) echo "kernels check skipped: no Winograd on $isa" ;;
+esac
+echo "isa: $fails failure(s)"
+[ "$fails" -eq 0 ]
