@@ -11,16 +11,12 @@
  * except between two convolutions that agree on oneDNN's layout
  * (ipu_conv_chain, conv.h): that tensor stays in it.
  *
- * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
- * x * Sigmoid(x) that consumed the output into the node (the private
- * attributes IPU_CONV_ACT_ATTR, and the Clip bounds IPU_CONV_ACT_MIN/MAX);
- * it becomes an eltwise post-op of the primitive.
- *
- * Fused residual: graph/fuse.c may fold an Add of the output and another
- * tensor of its shape into the node (IPU_CONV_SUM_ATTR): that tensor is
- * input 3, copied (or reordered) into the output before the run and added
- * by a sum post-op before the activation. */
+ * Fused post-ops: graph/fuse.c may fold the element-wise work that
+ * consumed the output into the node (graph/fuse.h; read by fused.h): they
+ * become post-ops of the primitive. A fused residual is copied (or
+ * reordered) into the output before the run and added by a sum post-op. */
 #include "exec/ops/conv.h"
+#include "exec/ops/fused.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
 #include "exec/onednn.h"
@@ -33,26 +29,6 @@
 typedef struct conv_state {
     ipu_dnn_t *p;
 } conv_state_t;
-
-static ipu_status_t conv_act(const ipu_node_t *n, ipu_dnn_act_t *a)
-{
-    const char *k = ipu_attr_string(n, IPU_CONV_ACT_ATTR, "");
-    a->lo = ipu_attr_float(n, IPU_CONV_ACT_MIN, -INFINITY);
-    a->hi = ipu_attr_float(n, IPU_CONV_ACT_MAX, INFINITY);
-    if (k[0] == '\0')
-        a->kind = IPU_DNN_ACT_NONE;
-    else if (strcmp(k, "Relu") == 0)
-        a->kind = IPU_DNN_ACT_RELU;
-    else if (strcmp(k, "Clip") == 0)
-        a->kind = IPU_DNN_ACT_CLIP;
-    else if (strcmp(k, "Sigmoid") == 0)
-        a->kind = IPU_DNN_ACT_SIGMOID;
-    else if (strcmp(k, "SiLU") == 0)
-        a->kind = IPU_DNN_ACT_SILU;
-    else
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown fused activation '%s'", k);
-    return IPU_OK;
-}
 
 static void conv_fini(ipu_node_t *n)
 {
@@ -110,13 +86,8 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
 
     ipu_window_t w;
     ipu_dnn_conv_desc_t d = {.nd = nd, .N = x->dims[0], .C = C, .M = M, .group = group,
-                             .has_bias = b != NULL,
-                             .has_residual = ipu_attr_int(n, IPU_CONV_SUM_ATTR, 0) != 0};
-    if (d.has_residual && ipu_node_input(g, n, 3) == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "fused residual without input 3");
+                             .has_bias = b != NULL};
     ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
-    if (st == IPU_OK)
-        st = conv_act(n, &d.act);
     if (st != IPU_OK)
         return st;
     int64_t dims[IPU_MAX_RANK];
@@ -133,12 +104,8 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
         d.out[j] = dims[2 + j] = w.out[i];
     }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
-    if (d.has_residual) {
-        const ipu_value_t *r = ipu_node_input(g, n, 3);
-        if (r->dtype != IPU_DTYPE_FLOAT || r->rank != x->rank ||
-            memcmp(r->dims, dims, (size_t)x->rank * sizeof(dims[0])) != 0)
-            return ipu_op_error(IPU_ERR_SHAPE, n, "the fused residual's shape differs from Y's");
-    }
+    if ((st = ipu_fused_post(g, n, y, 1, x->rank, 1, &d.post)) != IPU_OK)
+        return st;
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
@@ -158,15 +125,17 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
                              ipu_kernel_ctx_t *ctx)
 {
     const conv_state_t *s = n->state;
-    const float *bias = n->n_inputs > 2 ? in[2].data : NULL;
+    const float *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? in[2].data : NULL;
     if (s->p == NULL) { /* an empty input: Y is empty or the bias */
         size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
         if (bytes)
             memset(out[0].data, 0, bytes);
         return IPU_OK;
     }
-    const float *res = n->n_inputs > 3 ? in[3].data : NULL;
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, out[0].data, ctx);
+    const float *res;
+    const void *ops[IPU_FUSED_MAX];
+    ipu_fused_operands(n, in, &res, ops);
+    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, ops, out[0].data, ctx);
 }
 
 static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
@@ -202,7 +171,7 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
             if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
                 if (!chain_readers(g, r->outputs[0], readers, slots, n, cap, depth + 1))
                     return 0;
-            } else if (strcmp(r->op_type, "Conv") == 0 && (k == 0 || k == 3) && s && s->p &&
+            } else if (strcmp(r->op_type, "Conv") == 0 && (k == 0 || k == ipu_fused_residual_input(r)) && s && s->p &&
                        *n < cap) {
                 slots[*n] = k;
                 readers[(*n)++] = i;
@@ -231,12 +200,12 @@ void ipu_conv_chain(ipu_graph_t *g)
             !chain_readers(g, c->outputs[0], readers, slots, &n, MAX_READERS, 0) || n == 0)
             continue;
         for (int j = 0; j < n && ok; j++)
-            ok = ipu_dnn_can_chain(s->p, conv_dnn(g, readers[j]), slots[j] == 3);
+            ok = ipu_dnn_can_chain(s->p, conv_dnn(g, readers[j]), slots[j] != 0);
         if (!ok)
             continue;
         ipu_dnn_set_chain(s->p, 0, 1, 0);
         for (int j = 0; j < n; j++)
-            ipu_dnn_set_chain(conv_dnn(g, readers[j]), slots[j] == 0, 0, slots[j] == 3);
+            ipu_dnn_set_chain(conv_dnn(g, readers[j]), slots[j] == 0, 0, slots[j] != 0);
     }
 }
 
