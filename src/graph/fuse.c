@@ -121,9 +121,30 @@ static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, flo
     return 1;
 }
 
+/* oneDNN's element-wise algorithms a post-op kind runs as (bit 1 << kind;
+ * HardSigmoid is an affine map, then a clip). */
+static unsigned algs(ipu_fused_kind_t k)
+{
+    return k == IPU_FUSED_HARD_SIGMOID ? 1u << IPU_FUSED_LINEAR | 1u << IPU_FUSED_CLIP : 1u << k;
+}
+
+/* Append a post-op (extra: its operand's value, -1 for none); 0 when the
+ * chain is full or already runs one of its algorithms: with oneDNN 2.6 a
+ * second affine post-op ran with the first one's parameters (in
+ * tests/fusion), so no algorithm is used twice, and an affine map after
+ * another is composed into it. */
 static int push(fusion_t *f, ipu_fused_kind_t kind, float alpha, float beta, int extra)
 {
-    if (f->n == IPU_FUSED_MAX)
+    unsigned used = 0;
+    for (int i = 0; i < f->n; i++)
+        used |= algs((ipu_fused_kind_t)f->kind[i]);
+    if (kind == IPU_FUSED_LINEAR && f->n > 0 && f->kind[f->n - 1] == IPU_FUSED_LINEAR) {
+        /* alpha * (a * x + b) + beta */
+        f->beta[f->n - 1] = alpha * f->beta[f->n - 1] + beta;
+        f->alpha[f->n - 1] *= alpha;
+        return 1;
+    }
+    if (f->n == IPU_FUSED_MAX || (used & algs(kind)) != 0)
         return 0;
     f->kind[f->n] = kind;
     f->alpha[f->n] = alpha;
