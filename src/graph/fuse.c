@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_USES = 3, MAX_DEAD = 5 * IPU_FUSED_MAX };
+enum { MAX_USES = 2, MAX_DEAD = 5 * IPU_FUSED_MAX };
 
 /* The first MAX_USES reader slots of each value: node indices. */
 typedef struct uses {
@@ -242,15 +242,15 @@ static int silu(fusion_t *f, int y)
     return mul->outputs[0];
 }
 
-/* y has two or three readers forming the Erf GELU (fuse.h); the output of
- * its last node, or -1. */
+/* y has two readers forming the Erf GELU (fuse.h); the output of its last
+ * node, or -1. */
 static int gelu(fusion_t *f, int y)
 {
     const ipu_graph_t *g = f->g;
-    const int uses = f->u[y].count;
+    ipu_node_t *r0 = &f->g->nodes[f->u[y].node[0]], *r1 = &f->g->nodes[f->u[y].node[1]];
     ipu_node_t *div = NULL, *erf, *one, *last, *mid, *half = NULL;
-    for (int i = 0; i < uses && div == NULL; i++) {
-        ipu_node_t *n = &f->g->nodes[f->u[y].node[i]];
+    for (int i = 0; i < 2 && div == NULL; i++) {
+        ipu_node_t *n = i == 0 ? r0 : r1;
         if (op_with_scalar(g, n, "Div", y, (float)M_SQRT2, 1e-4f) ||
             op_with_scalar(g, n, "Mul", y, (float)M_SQRT1_2, 1e-4f))
             div = n;
@@ -260,30 +260,24 @@ static int gelu(fusion_t *f, int y)
         !op_with_scalar(g, one, "Add", erf->outputs[0], 1.0f, 0.0f) ||
         (mid = only_use(f, one->outputs[0])) == NULL || !is_op(mid, "Mul"))
         return -1;
+    ipu_node_t *other = div == r0 ? r1 : r0; /* y's second reader */
     int p = one->outputs[0], o = other_input(mid, p);
-    if (uses == 2 && o == y) { /* (x * (1 + erf)) * 0.5 */
+    if (o == y) { /* (x * (1 + erf)) * 0.5 */
         last = only_use(f, mid->outputs[0]);
         if (last == NULL || !op_with_scalar(g, last, "Mul", mid->outputs[0], 0.5f, 0.0f))
             return -1;
-    } else if (uses == 2 && op_with_scalar(g, mid, "Mul", p, 0.5f, 0.0f)) { /* x * ((1 + erf) * 0.5) */
+    } else if (op_with_scalar(g, mid, "Mul", p, 0.5f, 0.0f)) { /* x * ((1 + erf) * 0.5) */
         last = only_use(f, mid->outputs[0]);
         if (last == NULL || !is_op(last, "Mul") || other_input(last, mid->outputs[0]) != y)
             return -1;
-    } else if (uses == 3 && o >= 0 && g->values[o].producer >= 0) { /* (x * 0.5) * (1 + erf) */
-        half = &f->g->nodes[g->values[o].producer];
-        if (!op_with_scalar(g, half, "Mul", y, 0.5f, 0.0f) || only_use(f, o) != mid)
+    } else { /* (x * 0.5) * (1 + erf) */
+        half = other;
+        if (o < 0 || half->n_outputs != 1 || half->outputs[0] != o || !op_with_scalar(g, half, "Mul", y, 0.5f, 0.0f) ||
+            !same_stage(f->host, half) || only_use(f, o) != mid)
             return -1;
         last = mid;
-    } else {
-        return -1;
     }
-    /* every reader of y is one of the pattern's nodes */
-    for (int i = 0; i < uses; i++) {
-        const ipu_node_t *n = &f->g->nodes[f->u[y].node[i]];
-        if (n != div && n != last && n != half && n != mid)
-            return -1;
-    }
-    if (!push(f, IPU_FUSED_GELU_ERF, 0.0f, 0.0f, -1))
+    if (other != (half ? half : o == y ? mid : last) || !push(f, IPU_FUSED_GELU_ERF, 0.0f, 0.0f, -1))
         return -1;
     kill(f, (ipu_node_t *[]){div, erf, one, mid, last == mid ? NULL : last, half}, 6);
     return last->outputs[0];
@@ -295,9 +289,9 @@ static int step(fusion_t *f, int y)
     if (f->g->values[y].flags & IPU_VALUE_OUTPUT)
         return -1;
     ipu_node_t *a = only_use(f, y);
-    if (a == NULL) { /* the patterns that read y twice or three times */
+    if (a == NULL) { /* the patterns that read y twice */
         int r = f->u[y].count == 2 ? silu(f, y) : -1;
-        return r >= 0 || f->u[y].count > MAX_USES || f->u[y].count < 2 ? r : gelu(f, y);
+        return r >= 0 || f->u[y].count != 2 ? r : gelu(f, y);
     }
     ipu_fused_kind_t k;
     float alpha, beta;

@@ -407,31 +407,38 @@ static void test_conv_fusion_pass(void **state)
 }
 
 /* graph/fuse.c on a MatMul: + bias (a per-channel constant), the exported
- * Erf GELU (Div by sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5) and a scalar
- * Mul fuse into it (ADD, GELU_ERF, LINEAR); with split_stage the bias Add
- * carries another __pipeline_stage and nothing fuses. */
-static void matmul_gelu_graph(int split_stage)
+ * Erf GELU in the form form (0: Div by sqrt 2, Erf, Add 1, Mul by x, Mul by
+ * 0.5; 1: the 0.5 on (1 + Erf) first; 2: x * 0.5 first, Mul by 1/sqrt 2)
+ * and a scalar Mul fuse into it (ADD, GELU_ERF, LINEAR); with split_stage
+ * the bias Add carries another __pipeline_stage and nothing fuses. */
+static void matmul_gelu_graph(int form, int split_stage)
 {
-    static const float w[20], bias[5], r2 = 1.41421356f, one = 1.0f, half = 0.5f, three = 3.0f;
+    static const float w[20], bias[5], r2 = 1.41421356f, one = 1.0f, half = 0.5f, three = 3.0f,
+                              ir2 = 0.70710678f;
     ipu_graph_t *g = ipu_graph_new("gelu");
     assert_non_null(g);
-    const char *nodes[][4] = {
-        {"MatMul", "x", "w", "y"}, {"Add", "y", "bias", "yb"}, {"Div", "yb", "r2", "d"},
-        {"Erf", "d", "", "e"},    {"Add", "one", "e", "p"},   {"Mul", "yb", "p", "m"},
-        {"Mul", "m", "half", "h"}, {"Mul", "three", "h", "out"},
+    const char *forms[3][6][4] = {
+        {{"Div", "yb", "r2", "d"}, {"Erf", "d", "", "e"}, {"Add", "one", "e", "p"},
+         {"Mul", "yb", "p", "m"}, {"Mul", "m", "half", "h"}, {"Mul", "three", "h", "out"}},
+        {{"Div", "yb", "r2", "d"}, {"Erf", "d", "", "e"}, {"Add", "e", "one", "p"},
+         {"Mul", "p", "half", "m"}, {"Mul", "yb", "m", "h"}, {"Mul", "h", "three", "out"}},
+        {{"Mul", "half", "yb", "m"}, {"Mul", "yb", "ir2", "d"}, {"Erf", "d", "", "e"},
+         {"Add", "one", "e", "p"}, {"Mul", "m", "p", "h"}, {"Mul", "three", "h", "out"}},
     };
+    const char *head[2][4] = {{"MatMul", "x", "w", "y"}, {"Add", "y", "bias", "yb"}};
     int id[8];
     for (int i = 0; i < 8; i++) {
-        int n_in = nodes[i][2][0] ? 2 : 1;
-        id[i] = ipu_graph_add_node(g, nodes[i][0], nodes[i][3], n_in, &nodes[i][1], 1, &nodes[i][3]);
+        const char *const *nd = i < 2 ? head[i] : forms[form][i - 2];
+        int n_in = nd[2][0] ? 2 : 1;
+        id[i] = ipu_graph_add_node(g, nd[0], nd[3], n_in, &nd[1], 1, &nd[3]);
         assert_true(id[i] >= 0);
         if (split_stage)
             ipu_node_add_attr_int(&g->nodes[id[i]], "__pipeline_stage", i > 0);
     }
     const struct { const char *name; int rank; int64_t d; const float *v; } consts[] = {
         {"w", 2, 0, w}, {"bias", 1, 5, bias}, {"r2", 0, 0, &r2}, {"one", 0, 0, &one},
-        {"half", 0, 0, &half}, {"three", 0, 0, &three}};
-    for (int i = 0; i < 6; i++)
+        {"half", 0, 0, &half}, {"three", 0, 0, &three}, {"ir2", 0, 0, &ir2}};
+    for (int i = 0; i < 7; i++)
         assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_value(g, consts[i].name)],
                                              IPU_DTYPE_FLOAT, consts[i].rank,
                                              i == 0 ? S(4, 5).d : &consts[i].d, consts[i].v),
@@ -466,8 +473,9 @@ static void matmul_gelu_graph(int split_stage)
 
 static void test_matmul_fusion_pass(void **state)
 {
-    matmul_gelu_graph(0);
-    matmul_gelu_graph(1);
+    for (int form = 0; form < 3; form++)
+        matmul_gelu_graph(form, 0);
+    matmul_gelu_graph(0, 1);
 }
 
 /* graph/fuse.c: Conv -> Add(y, r) -> Relu fuses into the Conv (r its input
