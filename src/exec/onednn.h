@@ -96,8 +96,8 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 /* Run p: src (A or X), weights (B or W), bias (or NULL), res (the
  * residual R of a SUM post-op, or NULL without one), post (the operands of
  * the MUL and ADD post-ops in their order, per channel; NULL without
- * any), dst (Y) in the layouts of the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
- * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
+ * any), dst (Y) in the layouts of the desc; ctx->scratch holds
+ * ipu_dnn_scratch(p) bytes and ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
  * has not prepared at this address are reordered into a temporary copy for
  * this run only (the partitioner's timing, constant folding). Errors name
  * the node. */

@@ -13,7 +13,14 @@
  * dimension removed from the result), batch dimensions broadcast. When B has
  * no batch (e.g. [B, T, C] @ [C, N]) A's batch is folded into the rows of a
  * single 2-D matmul; otherwise one batched matmul whose broadcast batch
- * dimensions have size 1. Empty products (M, N or K = 0) need no primitive. */
+ * dimensions have size 1. Empty products (M, N or K = 0) need no primitive.
+ *
+ * Both: a constant B is taken in the layout the primitive prefers,
+ * reordered when a device loads the stage (load()), a copy kept beside the
+ * constant and charged to the stage's weights (held()). graph/fuse.c may
+ * fold the element-wise work after the node into it (graph/fuse.h, read by
+ * fused.h): post-ops of the primitive, a fused residual copied into Y
+ * before the run and added by a sum post-op. */
 #include "exec/ops/fused.h"
 #include "exec/ops/registry.h"
 #include "exec/onednn.h"
