@@ -41,37 +41,24 @@ static int is_op(const ipu_node_t *n, const char *type)
     return !n->folded && n->op && n->domain[0] == '\0' && strcmp(n->op_type, type) == 0;
 }
 
-/* A pipeline annotation of n (its value in *v), 0 when none. */
-static int stage_of(const ipu_node_t *n, const char *name, int64_t *v)
+/* Node n's pipeline stage annotation (__pipeline_stage, else
+ * __ipu_number, as the partitioner reads them), or -1 when none. */
+static int64_t stage_of(const ipu_node_t *n)
 {
-    const ipu_attr_t *a = ipu_attr_find(n, name);
+    const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
     if (a == NULL || a->type != IPU_ATTR_INT)
-        return 0;
-    *v = a->i;
-    return 1;
+        a = ipu_attr_find(n, "__ipu_number");
+    return a && a->type == IPU_ATTR_INT ? a->i : -1;
 }
 
-/* n carries the host's pipeline annotations */
-static int same_stage(const ipu_node_t *host, const ipu_node_t *n)
-{
-    static const char *const names[] = {"__pipeline_stage", "__ipu_number"};
-    for (int i = 0; i < 2; i++) {
-        int64_t a = 0, b = 0;
-        int ha = stage_of(host, names[i], &a), hb = stage_of(n, names[i], &b);
-        if (ha != hb || a != b)
-            return 0;
-    }
-    return 1;
-}
-
-/* The single reader of value v (v no graph output), a node of one output
- * on the host's stage, or NULL. */
+/* The single reader of value v (v no graph output), a node of one output,
+ * or NULL. */
 static ipu_node_t *only_use(const fusion_t *f, int v)
 {
     if (v < 0 || f->u[v].count != 1 || (f->g->values[v].flags & IPU_VALUE_OUTPUT))
         return NULL;
     ipu_node_t *n = &f->g->nodes[f->u[v].node[0]];
-    return n->n_outputs == 1 && n->outputs[0] >= 0 && same_stage(f->host, n) ? n : NULL;
+    return n->n_outputs == 1 && n->outputs[0] >= 0 ? n : NULL;
 }
 
 /* The other input of a two-input node that reads v, or -1. */
@@ -209,9 +196,11 @@ static int binary(fusion_t *f, const ipu_node_t *n, int y)
     const ipu_value_t *c = &f->g->values[o], *yv = &f->g->values[y];
     if (c->dtype != IPU_DTYPE_FLOAT || c->rank < 0 || c->rank > yv->rank)
         return 0;
-    if (c->data == NULL) { /* a residual: Y's shape */
+    if (c->data == NULL) { /* a residual: Y's shape, made no later in the pipeline */
+        const ipu_node_t *from = c->producer >= 0 ? &f->g->nodes[c->producer] : NULL;
         if (mul || !f->sum_ok || c->rank != yv->rank ||
-            memcmp(c->dims, yv->dims, (size_t)yv->rank * sizeof(yv->dims[0])) != 0)
+            memcmp(c->dims, yv->dims, (size_t)yv->rank * sizeof(yv->dims[0])) != 0 ||
+            (from && stage_of(from) > stage_of(f->host) && stage_of(f->host) >= 0))
             return 0;
         f->sum_ok = 0;
         return push(f, IPU_FUSED_SUM, 1.0f, 0.0f, o);
@@ -234,7 +223,7 @@ static int silu(fusion_t *f, int y)
     ipu_node_t *a = &f->g->nodes[f->u[y].node[0]], *b = &f->g->nodes[f->u[y].node[1]];
     ipu_node_t *sig = is_op(a, "Sigmoid") ? a : is_op(b, "Sigmoid") ? b : NULL;
     ipu_node_t *mul = sig == a ? b : a;
-    if (sig == NULL || sig->inputs[0] != y || sig->n_outputs != 1 || !same_stage(f->host, sig) ||
+    if (sig == NULL || sig->inputs[0] != y || sig->n_outputs != 1 ||
         only_use(f, sig->outputs[0]) != mul || !is_op(mul, "Mul") ||
         other_input(mul, y) != sig->outputs[0] || !push(f, IPU_FUSED_SILU, 1.0f, 0.0f, -1))
         return -1;
@@ -255,7 +244,7 @@ static int gelu(fusion_t *f, int y)
             op_with_scalar(g, n, "Mul", y, (float)M_SQRT1_2, 1e-4f))
             div = n;
     }
-    if (div == NULL || !same_stage(f->host, div) || (erf = only_use(f, div->outputs[0])) == NULL ||
+    if (div == NULL || (erf = only_use(f, div->outputs[0])) == NULL ||
         !is_op(erf, "Erf") || (one = only_use(f, erf->outputs[0])) == NULL ||
         !op_with_scalar(g, one, "Add", erf->outputs[0], 1.0f, 0.0f) ||
         (mid = only_use(f, one->outputs[0])) == NULL || !is_op(mid, "Mul"))
@@ -273,7 +262,7 @@ static int gelu(fusion_t *f, int y)
     } else { /* (x * 0.5) * (1 + erf) */
         half = other;
         if (o < 0 || half->n_outputs != 1 || half->outputs[0] != o || !op_with_scalar(g, half, "Mul", y, 0.5f, 0.0f) ||
-            !same_stage(f->host, half) || only_use(f, o) != mid)
+            only_use(f, o) != mid)
             return -1;
         last = mid;
     }

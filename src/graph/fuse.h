@@ -2,9 +2,13 @@
  * post-ops of that node (exec/onednn.h runs them inside the primitive).
  * From the node's output y, step after step, the next piece of work is
  * fused while every value it reads from the chain has only that work as
- * its readers, is no graph output, and every node of it carries the same
- * pipeline annotation (__pipeline_stage / __ipu_number) as the fused node,
- * so a fusion never crosses a stage boundary:
+ * its readers and is no graph output. Fusion runs before the partitioner,
+ * so a fused node is one item of the plan and never spans a stage
+ * boundary. In a model annotated with pipeline stages (__pipeline_stage /
+ * __ipu_number) a chain annotated on a later stage than the node still
+ * fuses (its work moves to the node's stage and the same value crosses the
+ * boundary, so every path computes the same bits), but not a residual
+ * made on a later stage than the node (a pipeline flows forward only):
  *  - an activation of y: Relu, LeakyRelu, Clip (constant bounds), Sigmoid,
  *    Tanh, Elu, HardSigmoid, HardSwish, x * Sigmoid(x) (SiLU, either
  *    order), or the Erf form of GELU as exporters write it:
@@ -18,6 +22,8 @@
  *  - Add of y and another float tensor of y's shape (a residual; one per
  *    node, not on a Gemm that scales its C): a sum post-op, the residual
  *    an extra input that the op copies into its output before the run.
+ * No oneDNN element-wise algorithm is used twice in one chain (an affine
+ * map after another is composed into it).
  * MatMul fuses only with operands of rank 2 or more (its Y then keeps the
  * operands' batch dims), at most IPU_FUSED_MAX post-ops per node.
  *

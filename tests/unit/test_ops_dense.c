@@ -410,7 +410,8 @@ static void test_conv_fusion_pass(void **state)
  * Erf GELU in the form form (0: Div by sqrt 2, Erf, Add 1, Mul by x, Mul by
  * 0.5; 1: the 0.5 on (1 + Erf) first; 2: x * 0.5 first, Mul by 1/sqrt 2)
  * and a scalar Mul fuse into it (ADD, GELU_ERF, LINEAR); with split_stage
- * the bias Add carries another __pipeline_stage and nothing fuses. */
+ * the chain after the MatMul is annotated on a later __pipeline_stage and
+ * fuses all the same (a fused node's work moves to its stage). */
 static void matmul_gelu_graph(int form, int split_stage)
 {
     static const float w[20], bias[5], r2 = 1.41421356f, one = 1.0f, half = 0.5f, three = 3.0f,
@@ -453,26 +454,58 @@ static void matmul_gelu_graph(int form, int split_stage)
     assert_int_equal(ipu_graph_infer(g), IPU_OK);
     assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
     const ipu_node_t *mm = &g->nodes[id[0]];
-    if (split_stage) { /* the Add is of another stage: the chain stops at the MatMul */
-        assert_int_equal(count, 0);
-        assert_null(ipu_attr_find(mm, IPU_FUSED_OPS));
-        assert_string_equal(g->nodes[id[1]].op_type, "Add");
-    } else {
-        assert_int_equal(count, 1);
-        assert_post(mm, 3, (const int64_t[]){IPU_FUSED_ADD, IPU_FUSED_GELU_ERF, IPU_FUSED_LINEAR});
-        size_t na = 0;
-        assert_true(ipu_attr_floats(mm, IPU_FUSED_ALPHA, &na)[2] == three && na == 3);
-        assert_int_equal(mm->n_inputs, 4);
-        assert_int_equal(mm->inputs[2], -1);
-        assert_int_equal(mm->inputs[3], ipu_graph_find_value(g, "bias"));
-        for (int i = 1; i < 8; i++)
-            assert_string_equal(g->nodes[id[i]].op_type, "Identity");
-    }
+    assert_int_equal(count, 1);
+    assert_post(mm, 3, (const int64_t[]){IPU_FUSED_ADD, IPU_FUSED_GELU_ERF, IPU_FUSED_LINEAR});
+    size_t na = 0;
+    assert_true(ipu_attr_floats(mm, IPU_FUSED_ALPHA, &na)[2] == three && na == 3);
+    assert_int_equal(mm->n_inputs, 4);
+    assert_int_equal(mm->inputs[2], -1);
+    assert_int_equal(mm->inputs[3], ipu_graph_find_value(g, "bias"));
+    for (int i = 1; i < 8; i++)
+        assert_string_equal(g->nodes[id[i]].op_type, "Identity");
+    refuse_free(g);
+}
+
+/* graph/fuse.c: MatMul -> Add(y, r), r = Relu(x): the residual fuses
+ * (SUM), unless r is made on a later __pipeline_stage than the MatMul. */
+static void residual_stage_graph(int r_stage)
+{
+    static const float w[20];
+    ipu_graph_t *g = ipu_graph_new("stages");
+    assert_non_null(g);
+    int mm = ipu_graph_add_node(g, "MatMul", "mm", 2, (const char *[]){"x", "w"}, 1,
+                                (const char *[]){"y"});
+    int relu = ipu_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"x2"}, 1,
+                                  (const char *[]){"r"});
+    int add = ipu_graph_add_node(g, "Add", "add", 2, (const char *[]){"y", "r"}, 1,
+                                 (const char *[]){"out"});
+    assert_true(mm >= 0 && relu >= 0 && add >= 0);
+    ipu_node_add_attr_int(&g->nodes[mm], "__pipeline_stage", 0);
+    ipu_node_add_attr_int(&g->nodes[relu], "__pipeline_stage", r_stage);
+    ipu_node_add_attr_int(&g->nodes[add], "__pipeline_stage", 1);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_value(g, "w")], IPU_DTYPE_FLOAT, 2,
+                                         S(4, 5).d, w), IPU_OK);
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_input(g, "x2"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 2, S(3, 4).d);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x2")], IPU_DTYPE_FLOAT, 2, S(3, 5).d);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, r_stage == 0);
+    if (r_stage == 0)
+        assert_post(&g->nodes[mm], 1, (const int64_t[]){IPU_FUSED_SUM});
+    assert_string_equal(g->nodes[add].op_type, r_stage == 0 ? "Identity" : "Add");
     refuse_free(g);
 }
 
 static void test_matmul_fusion_pass(void **state)
 {
+    residual_stage_graph(0);
+    residual_stage_graph(1);
     for (int form = 0; form < 3; form++)
         matmul_gelu_graph(form, 0);
     matmul_gelu_graph(0, 1);
