@@ -85,24 +85,60 @@ dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md)
     return dnnl_memory_desc_init_by_strides(md, s->rank, dims, dnnl_f32, strides);
 }
 
-static dnnl_status_t append_act(dnnl_post_ops_t po, const ipu_dnn_act_t *a)
+static dnnl_status_t append_eltwise(dnnl_post_ops_t po, int *idx, dnnl_alg_kind_t alg, float alpha,
+                                     float beta)
 {
-    switch (a->kind) {
-    case IPU_DNN_ACT_RELU: return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
-    case IPU_DNN_ACT_CLIP:
-        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, a->lo, a->hi);
-    case IPU_DNN_ACT_SIGMOID:
-        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0, 0);
-    case IPU_DNN_ACT_SILU:
-        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_swish, 1.0f, 0);
-    default: return dnnl_success;
+    (*idx)++;
+    return dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
+}
+
+/* The i-th post-op of post, appended to po as the *idx-th of oneDNN's (a
+ * HardSigmoid takes two); a MUL or ADD operand is registered on p. */
+static dnnl_status_t append_post(dnnl_post_ops_t po, int *idx, const ipu_dnn_post_t *post, int i,
+                                 ipu_dnn_t *p)
+{
+    const float a = post->alpha[i], b = post->beta[i];
+    switch (post->kind[i]) {
+    case IPU_FUSED_RELU: return append_eltwise(po, idx, dnnl_eltwise_relu, a, 0);
+    case IPU_FUSED_CLIP: return append_eltwise(po, idx, dnnl_eltwise_clip, a, b);
+    case IPU_FUSED_SIGMOID: return append_eltwise(po, idx, dnnl_eltwise_logistic, 0, 0);
+    case IPU_FUSED_TANH: return append_eltwise(po, idx, dnnl_eltwise_tanh, 0, 0);
+    case IPU_FUSED_ELU: return append_eltwise(po, idx, dnnl_eltwise_elu, a, 0);
+    case IPU_FUSED_HARD_SIGMOID: {
+        dnnl_status_t s = append_eltwise(po, idx, dnnl_eltwise_linear, a, b);
+        return s == dnnl_success ? append_eltwise(po, idx, dnnl_eltwise_clip, 0.0f, 1.0f) : s;
+    }
+    case IPU_FUSED_HARD_SWISH: return append_eltwise(po, idx, dnnl_eltwise_hardswish, 0, 0);
+    case IPU_FUSED_SILU: return append_eltwise(po, idx, dnnl_eltwise_swish, 1.0f, 0);
+    case IPU_FUSED_GELU_ERF: return append_eltwise(po, idx, dnnl_eltwise_gelu_erf, 0, 0);
+    case IPU_FUSED_LINEAR: return append_eltwise(po, idx, dnnl_eltwise_linear, a, b);
+    case IPU_FUSED_SUM: p->has_res = 1; (*idx)++; return dnnl_post_ops_append_sum(po, a);
+    case IPU_FUSED_MUL:
+    case IPU_FUSED_ADD: {
+        dnnl_memory_desc_t md;
+        dnnl_dims_t dims;
+        for (int d = 0; d < post->rank; d++)
+            dims[d] = d == post->axis ? post->channels : 1;
+        dnnl_status_t s = dnnl_memory_desc_init_by_tag(&md, post->rank, dims, dnnl_f32,
+                                                       post->rank == 2 ? dnnl_ab
+                                                       : post->rank == 3 ? dnnl_abc
+                                                       : post->rank == 4 ? dnnl_abcd
+                                                       : post->rank == 5 ? dnnl_abcde
+                                                                         : dnnl_abcdef);
+        if (s == dnnl_success)
+            s = dnnl_post_ops_append_binary(po, post->kind[i] == IPU_FUSED_MUL ? dnnl_binary_mul
+                                                                              : dnnl_binary_add, &md);
+        if (s == dnnl_success)
+            dnn_add_operand(p, DNNL_ARG_ATTR_MULTIPLE_POST_OP(*idx) | DNNL_ARG_SRC_1, &md);
+        (*idx)++;
+        return s;
+    }
+    default: return dnnl_invalid_arguments;
     }
 }
 
-/* attr with a user-mode scratchpad, output scale alpha, then the post-ops
- * sum (when sum != 0) and act. */
-dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
-                               dnnl_primitive_attr_t *out)
+dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_post_t *post, ipu_dnn_t *p,
+                            dnnl_primitive_attr_t *out)
 {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -111,12 +147,15 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (s == dnnl_success && alpha != 1.0f)
         s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
-    if (s == dnnl_success && (sum != 0.0f || (act && act->kind != IPU_DNN_ACT_NONE))) {
+    if (s == dnnl_success && (sum != 0.0f || (post && post->n > 0))) {
+        int idx = 0;
         s = dnnl_post_ops_create(&po);
-        if (s == dnnl_success && sum != 0.0f)
+        if (s == dnnl_success && sum != 0.0f) {
             s = dnnl_post_ops_append_sum(po, sum);
-        if (s == dnnl_success && act)
-            s = append_act(po, act);
+            idx++;
+        }
+        for (int i = 0; post && i < post->n && s == dnnl_success; i++)
+            s = append_post(po, &idx, post, i, p);
         if (s == dnnl_success)
             s = dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
@@ -127,6 +166,22 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
     }
     *out = attr;
     return s;
+}
+
+ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p)
+{
+    ipu_status_t st = IPU_OK;
+    if (!p->has_res)
+        return IPU_OK;
+    p->res_user = p->dst_user;
+    if (p->dst_out) /* from our layout into the primitive's */
+        DNN_TRY(dnn_make_reorder(&p->dst_user, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
+                "reordering the residual");
+    /* a copy of a residual already in the primitive's layout */
+    DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
+            "copying the residual");
+out:
+    return st;
 }
 
 /* Each node's implementation hash (ipu_dnn_node_impl), by node address. */

@@ -17,19 +17,22 @@
 #ifndef IPU_EXEC_ONEDNN_H
 #define IPU_EXEC_ONEDNN_H
 
+#include "graph/fuse.h"
 #include "graph/op.h"
 
 #include <stddef.h>
 
-/* Element-wise activation applied to a primitive's output (a post-op). */
-typedef enum {
-    IPU_DNN_ACT_NONE, IPU_DNN_ACT_RELU, IPU_DNN_ACT_CLIP, IPU_DNN_ACT_SIGMOID,
-    IPU_DNN_ACT_SILU, /* x * sigmoid(x) */
-} ipu_dnn_act_kind_t;
-typedef struct ipu_dnn_act {
-    ipu_dnn_act_kind_t kind;
-    float lo, hi; /* Clip bounds (may be +-inf) */
-} ipu_dnn_act_t;
+/* The post-ops of a primitive (graph/fuse.h's kinds and parameters), in
+ * the order applied to its output. A MUL or ADD operand has the
+ * destination's rank (rank) and is 1 everywhere but along axis, where it
+ * has channels elements; a SUM adds the residual the run is given. */
+typedef struct ipu_dnn_post {
+    int n;
+    ipu_fused_kind_t kind[IPU_FUSED_MAX];
+    float alpha[IPU_FUSED_MAX], beta[IPU_FUSED_MAX];
+    int rank, axis;
+    int64_t channels;
+} ipu_dnn_post_t;
 
 /* A float32 operand: rank dims and their strides in elements. */
 typedef struct ipu_dnn_shape {
@@ -41,28 +44,30 @@ typedef struct ipu_dnn_shape {
 /* Row-major (dense) strides for dims: fills s->strides. */
 void ipu_dnn_shape_dense(ipu_dnn_shape_t *s);
 
-/* Y = alpha * A @ B (+ bias) (+ sum * Y's previous contents), then act.
+/* Y = alpha * A @ B (+ bias) (+ sum * Y's previous contents), then post.
  * a [..., M, K], b [..., K, N], y [..., M, N] have one rank (2 to 8); a
  * batch dim of a or b may be 1 where y's is larger (broadcast). bias (rank
- * of y, every dim 1 or y's) is optional: has_bias. */
+ * of y, every dim 1 or y's) is optional: has_bias. A SUM in post needs
+ * sum == 0 (the caller fills Y itself otherwise). const_b: B is a constant
+ * that the primitive may take in the layout it prefers, reordered by
+ * ipu_dnn_load_weights() (else it reads b as described). */
 typedef struct ipu_dnn_matmul_desc {
     ipu_dnn_shape_t a, b, y, bias;
-    int has_bias;
+    int has_bias, const_b;
     float alpha, sum;
-    ipu_dnn_act_t act;
+    ipu_dnn_post_t post;
 } ipu_dnn_matmul_desc_t;
 
-/* Y = act(conv(X, W) + bias (+ R)): X [N, C, in...], W [M, C/group, k...],
- * Y and the residual R [N, M, out...] dense; nd spatial dims (1 to 3); pads
- * at the beginning (pb) and end (pe); dilations d >= 1 as in ONNX. R (a
- * sum post-op, before act: Y is filled with R first) only when
- * has_residual. */
+/* Y = post(conv(X, W) + bias): X [N, C, in...], W [M, C/group, k...], Y
+ * and the residual R of a SUM [N, M, out...] dense; nd spatial dims (1 to
+ * 3); pads at the beginning (pb) and end (pe); dilations d >= 1 as in
+ * ONNX. */
 typedef struct ipu_dnn_conv_desc {
     int nd;
     int64_t N, C, M, group;
     int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
-    int has_bias, has_residual;
-    ipu_dnn_act_t act;
+    int has_bias;
+    ipu_dnn_post_t post;
 } ipu_dnn_conv_desc_t;
 
 /* Y = deconv(X, W) (+ bias): ConvTranspose-11 (Operators.md), the
@@ -157,15 +162,17 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 /* Run p (any thread; a thread's first run makes the memory objects its
  * later runs re-point, so a run allocates nothing once weights are
  * loaded): src (A or X), weights (B or W), bias (or NULL), res (the
- * convolution's residual R, or NULL without one), dst (Y) in the layouts of
- * the desc; ctx->scratch holds ipu_dnn_scratch(p) bytes and
- * ctx->threads sizes the OpenMP team. Weights that ipu_dnn_load_weights()
+ * residual R of a SUM post-op, or NULL without one), post (the operands of
+ * the MUL and ADD post-ops in their order, per channel; NULL without any),
+ * dst (Y) in the layouts of the desc; ctx->scratch holds
+ * ipu_dnn_scratch(p) bytes and ctx->threads sizes the OpenMP team. Weights
+ * that ipu_dnn_load_weights()
  * has not prepared at this address are reordered into a temporary copy for
  * this run only (the partitioner's timing, constant folding). Errors name
  * the node. */
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, const float *res, float *dst,
-                         const ipu_kernel_ctx_t *ctx);
+                         const float *bias, const float *res, const void *const *post,
+                         float *dst, const ipu_kernel_ctx_t *ctx);
 
 /* Run a primitive of one source and one destination (pooling, softmax,
  * normalizations, LRN, deconvolution: their makers say which further

@@ -68,9 +68,8 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
             "describing X");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
             "describing Y");
-    /* the residual: Y is filled with it before the run (a sum post-op) */
-    DNN_TRY(dnn_make_attr(1.0f, d->has_residual ? 1.0f : 0.0f, &d->act, &attr),
-            "setting the attributes");
+    /* the post-ops; a residual fills Y before the run (a sum post-op) */
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, &d->post, p, &attr), "setting the attributes");
     /* Winograd first where it may apply (oneDNN has it for 3x3 stride-1
      * kernels on AVX-512 CPUs, with some post-ops), else direct: the choice
      * depends only on the shapes, the attributes and the CPU's ISA, so
@@ -87,22 +86,12 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         if (s != dnnl_success)
             pd = NULL;
     }
-    p->has_res = d->has_residual;
     p->wei_user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
     p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
-    if ((st = dnn_plain_io(n, p, &src, &dst)) != IPU_OK)
-        goto out;
-    p->res_user = dst;
-    if (p->dst_out) {
-        if (p->has_res)
-            DNN_TRY(dnn_make_reorder(&dst, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
-                    "reordering the residual");
-    }
-    if (p->has_res) /* a copy of a residual already in the primitive's layout */
-        DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
-                "copying the residual");
+    if ((st = dnn_plain_io(n, p, &src, &dst)) == IPU_OK)
+        st = dnn_residual_io(n, p);
 out:
     return dnn_made(st, pd, attr, p, out);
 }

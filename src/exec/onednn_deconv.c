@@ -66,7 +66,7 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
             "describing X");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
             "describing Y");
-    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, &attr), "setting the attributes");
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_dilated_deconvolution_forward_desc_init(
                 &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_any, &wei_any,
                 d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum {
-    DNN_MAX_EXTRA = 6,
+    DNN_MAX_EXTRA = IPU_FUSED_MAX,
     DNN_SLOTS = 8, /* threads that run one primitive with memory objects kept */
 };
 
@@ -85,9 +85,13 @@ ipu_status_t dnn_stream(const ipu_node_t *n, dnnl_stream_t *out);
 /* A plain (strided) float32 descriptor of s. */
 dnnl_status_t dnn_md_of(const ipu_dnn_shape_t *s, dnnl_memory_desc_t *md);
 /* Attributes: user-mode scratchpad, output scale alpha, then the post-ops
- * sum (when sum != 0) and act (may be NULL). */
-dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_act_t *act,
+ * sum (when sum != 0) and post (may be NULL). p takes the operands of
+ * post's MUL and ADD (dnn_add_operand) and has_res when post has a SUM. */
+dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_post_t *post, ipu_dnn_t *p,
                             dnnl_primitive_attr_t *out);
+/* After dnn_finish() (and dnn_plain_io()) of a primitive with a residual:
+ * the reorders that put it into Y (from our layout, or as it is). */
+ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p);
 /* Records pd's implementation as node n's (ipu_dnn_node_impl); at debug
  * log level: "node 'X' (Op): oneDNN <implementation>, scratchpad B bytes". */
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);

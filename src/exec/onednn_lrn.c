@@ -24,7 +24,7 @@ ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_d
     if (dnn_engine() == NULL)
         DNN_TRY(dnn_engine_status(), "creating the CPU engine");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&data, 4, dims, dnnl_f32, dnnl_nchw), "describing X");
-    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, &attr), "setting the attributes");
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_lrn_forward_desc_init(&desc, dnnl_forward_inference, dnnl_lrn_across_channels,
                                        &data, d->size, d->alpha, d->beta, d->bias),
             "describing the LRN");

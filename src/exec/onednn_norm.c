@@ -36,7 +36,7 @@ static ipu_status_t start(const ipu_node_t *n, ipu_dnn_t **p, dnnl_primitive_att
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     if (dnn_engine() == NULL)
         DNN_TRY(dnn_engine_status(), "creating the CPU engine");
-    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, attr), "setting the attributes");
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, *p, attr), "setting the attributes");
 out:
     return st;
 }

@@ -295,10 +295,10 @@ out:
 }
 
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
-                         const float *bias, const float *res, float *dst,
-                         const ipu_kernel_ctx_t *ctx)
+                         const float *bias, const float *res, const void *const *post,
+                         float *dst, const ipu_kernel_ctx_t *ctx)
 {
-    return run(n, p, src, weights, bias, res, NULL, dst, ctx);
+    return run(n, p, src, weights, bias, res, post, dst, ctx);
 }
 
 ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,

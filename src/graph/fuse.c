@@ -1,42 +1,95 @@
-/* Conv + activation fusion; see fuse.h. The Clip bounds follow Clip-6
- * (attributes, default -FLT_MAX / FLT_MAX) and Clip-11 (optional constant
- * float inputs, default -inf / +inf) as the Clip kernel reads them. */
+/* Post-op fusion into Conv, MatMul and Gemm; see fuse.h. The operators'
+ * parameters are read as their kernels read them: Clip-6 (attributes,
+ * default -FLT_MAX / FLT_MAX) and Clip-11 (optional constant float inputs,
+ * default -inf / +inf), LeakyRelu-6 (alpha 0.01), Elu-6 (alpha 1),
+ * HardSigmoid-6 (alpha 0.2, beta 0.5), HardSwish-14; GELU as
+ * Hendrycks & Gimpel, "Gaussian Error Linear Units" (2016), exact form. */
 #include "graph/fuse.h"
+
+#include "common/log.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Up to two consumer slots of each value: node indices, -1 for none. */
+enum { MAX_USES = 2, MAX_DEAD = 5 * IPU_FUSED_MAX };
+
+/* The first MAX_USES reader slots of each value: node indices. */
 typedef struct uses {
-    int node[2];
+    int node[MAX_USES];
     int count; /* input slots reading the value (all of them) */
 } uses_t;
+
+/* What is being fused into one node. */
+typedef struct fusion {
+    ipu_graph_t *g;
+    const uses_t *u;
+    const ipu_node_t *host; /* the Conv, MatMul or Gemm */
+    int axis;               /* its output's channel axis */
+    int sum_ok;             /* a residual may still be fused */
+    int n;
+    int64_t kind[IPU_FUSED_MAX];
+    float alpha[IPU_FUSED_MAX], beta[IPU_FUSED_MAX];
+    int n_extra, extra[IPU_FUSED_MAX];
+    int n_dead, dead[MAX_DEAD]; /* nodes that become Identity */
+} fusion_t;
 
 static int is_op(const ipu_node_t *n, const char *type)
 {
     return !n->folded && n->op && n->domain[0] == '\0' && strcmp(n->op_type, type) == 0;
 }
 
-/* the single use of value v, by a node of the given type, or NULL */
-static ipu_node_t *only_use(ipu_graph_t *g, const uses_t *u, int v)
+/* Node n's pipeline stage annotation (__pipeline_stage, else
+ * __ipu_number, as the partitioner reads them), or -1 when none. */
+static int64_t stage_of(const ipu_node_t *n)
 {
-    if (v < 0 || u[v].count != 1 || (g->values[v].flags & IPU_VALUE_OUTPUT))
-        return NULL;
-    return &g->nodes[u[v].node[0]];
+    const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
+    if (a == NULL || a->type != IPU_ATTR_INT)
+        a = ipu_attr_find(n, "__ipu_number");
+    return a && a->type == IPU_ATTR_INT ? a->i : -1;
 }
 
-/* v, or the output of the Identity nodes that are its only use, one
- * after the other */
-static int through_identity(ipu_graph_t *g, const uses_t *u, int v)
+/* The single reader of value v (v no graph output), a node of one output,
+ * or NULL. */
+static ipu_node_t *only_use(const fusion_t *f, int v)
 {
-    ipu_node_t *id;
-    for (int depth = 0; depth < 8 && (id = only_use(g, u, v)) != NULL && is_op(id, "Identity") &&
-                        id->n_outputs == 1 && id->outputs[0] >= 0;
-         depth++)
-        v = id->outputs[0];
-    return v;
+    if (v < 0 || f->u[v].count != 1 || (f->g->values[v].flags & IPU_VALUE_OUTPUT))
+        return NULL;
+    ipu_node_t *n = &f->g->nodes[f->u[v].node[0]];
+    return n->n_outputs == 1 && n->outputs[0] >= 0 ? n : NULL;
+}
+
+/* The other input of a two-input node that reads v, or -1. */
+static int other_input(const ipu_node_t *n, int v)
+{
+    if (n->n_inputs != 2 || n->inputs[0] == n->inputs[1])
+        return -1;
+    return n->inputs[0] == v ? n->inputs[1] : n->inputs[1] == v ? n->inputs[0] : -1;
+}
+
+/* 1 when value v is a constant float scalar (one element), into *x. */
+static int scalar_const(const ipu_graph_t *g, int v, float *x)
+{
+    const ipu_value_t *c = v >= 0 ? &g->values[v] : NULL;
+    if (c == NULL || c->data == NULL || c->dtype != IPU_DTYPE_FLOAT || c->rank < 0 ||
+        ipu_shape_numel(c->rank, c->dims) != 1)
+        return 0;
+    *x = *(const float *)c->data;
+    return 1;
+}
+
+/* n is op type(a, c) or type(c, a) with the scalar constant c == want
+ * (within tol), a the value it reads from the chain. */
+static int op_with_scalar(const ipu_graph_t *g, const ipu_node_t *n, const char *type, int a,
+                          float want, float tol)
+{
+    float c;
+    int o = n ? other_input(n, a) : -1;
+    if (o < 0 || !is_op(n, type) || !scalar_const(g, o, &c) || fabsf(c - want) > tol)
+        return 0;
+    return strcmp(type, "Div") != 0 || n->inputs[0] == a; /* a / c, not c / a */
 }
 
 /* Clip bounds from attributes or constant inputs; 0 when not constant. */
@@ -49,47 +102,228 @@ static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, flo
     }
     *lo = -INFINITY;
     *hi = INFINITY;
-    for (int i = 1; i < c->n_inputs && i < 3; i++) {
-        const ipu_value_t *b = ipu_node_input(g, c, i);
-        if (b == NULL)
-            continue;
-        if (b->data == NULL || b->dtype != IPU_DTYPE_FLOAT || ipu_shape_numel(b->rank, b->dims) != 1)
+    for (int i = 1; i < c->n_inputs && i < 3; i++)
+        if (c->inputs[i] >= 0 && !scalar_const(g, c->inputs[i], i == 1 ? lo : hi))
             return 0;
-        *(i == 1 ? lo : hi) = *(const float *)b->data;
+    return 1;
+}
+
+/* oneDNN's element-wise algorithms a post-op kind runs as (bit 1 << kind;
+ * HardSigmoid is an affine map, then a clip). */
+static unsigned algs(ipu_fused_kind_t k)
+{
+    return k == IPU_FUSED_HARD_SIGMOID ? 1u << IPU_FUSED_LINEAR | 1u << IPU_FUSED_CLIP : 1u << k;
+}
+
+/* Append a post-op (extra: its operand's value, -1 for none); 0 when the
+ * chain is full or already runs one of its algorithms: with oneDNN 2.6 a
+ * second affine post-op ran with the first one's parameters (in
+ * tests/fusion), so no algorithm is used twice, and an affine map after
+ * another is composed into it. */
+static int push(fusion_t *f, ipu_fused_kind_t kind, float alpha, float beta, int extra)
+{
+    unsigned used = 0;
+    for (int i = 0; i < f->n; i++)
+        used |= algs((ipu_fused_kind_t)f->kind[i]);
+    if (kind == IPU_FUSED_LINEAR && f->n > 0 && f->kind[f->n - 1] == IPU_FUSED_LINEAR) {
+        /* alpha * (a * x + b) + beta */
+        f->beta[f->n - 1] = alpha * f->beta[f->n - 1] + beta;
+        f->alpha[f->n - 1] *= alpha;
+        return 1;
+    }
+    if (f->n == IPU_FUSED_MAX || (used & algs(kind)) != 0)
+        return 0;
+    f->kind[f->n] = kind;
+    f->alpha[f->n] = alpha;
+    f->beta[f->n++] = beta;
+    if (extra >= 0)
+        f->extra[f->n_extra++] = extra;
+    return 1;
+}
+
+/* The count nodes become Identity (NULL entries ignored). */
+static void kill(fusion_t *f, ipu_node_t *const *nodes, int count)
+{
+    for (int i = 0; i < count && f->n_dead < MAX_DEAD; i++)
+        if (nodes[i])
+            f->dead[f->n_dead++] = (int)(nodes[i] - f->g->nodes);
+}
+
+/* An activation node reading y: its kind and parameters, 0 if none. */
+static int activation(const fusion_t *f, const ipu_node_t *a, int y, ipu_fused_kind_t *k,
+                      float *alpha, float *beta)
+{
+    *alpha = *beta = 0.0f;
+    if (a->inputs[0] != y)
+        return 0;
+    if (is_op(a, "Clip")) {
+        *k = IPU_FUSED_CLIP;
+        return clip_bounds(f->g, a, alpha, beta);
+    }
+    if (a->n_inputs != 1)
+        return 0;
+    if (is_op(a, "Relu")) {
+        *k = IPU_FUSED_RELU;
+    } else if (is_op(a, "LeakyRelu")) {
+        *k = IPU_FUSED_RELU;
+        *alpha = ipu_attr_float(a, "alpha", 0.01f);
+    } else if (is_op(a, "Sigmoid")) {
+        *k = IPU_FUSED_SIGMOID;
+    } else if (is_op(a, "Tanh")) {
+        *k = IPU_FUSED_TANH;
+    } else if (is_op(a, "Elu")) {
+        *k = IPU_FUSED_ELU;
+        *alpha = ipu_attr_float(a, "alpha", 1.0f);
+    } else if (is_op(a, "HardSigmoid")) {
+        *k = IPU_FUSED_HARD_SIGMOID;
+        *alpha = ipu_attr_float(a, "alpha", 0.2f);
+        *beta = ipu_attr_float(a, "beta", 0.5f);
+    } else if (is_op(a, "HardSwish")) {
+        *k = IPU_FUSED_HARD_SWISH;
+    } else {
+        return 0;
     }
     return 1;
 }
 
-/* The Add reading y (Conv's output) as its only use, with another operand
- * of y's shape (the residual, into *res), or NULL. */
-static ipu_node_t *residual_add(ipu_graph_t *g, const uses_t *u, int y, int *res)
+/* Mul or Add of y and a constant, or Add of y and a residual: the post-op
+ * pushed, 0 if n is none of these. */
+static int binary(fusion_t *f, const ipu_node_t *n, int y)
 {
-    ipu_node_t *add = only_use(g, u, y);
-    if (add == NULL || !is_op(add, "Add") || add->n_inputs != 2 || add->n_outputs != 1 ||
-        add->outputs[0] < 0)
-        return NULL;
-    int r = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
-    const ipu_value_t *a = &g->values[y], *b = r >= 0 ? &g->values[r] : NULL;
-    if (b == NULL || r == y || b->dtype != IPU_DTYPE_FLOAT || b->rank != a->rank ||
-        memcmp(b->dims, a->dims, (size_t)a->rank * sizeof(a->dims[0])) != 0)
-        return NULL;
-    *res = r;
-    return add;
+    int mul = is_op(n, "Mul"), o = other_input(n, y);
+    if ((!mul && !is_op(n, "Add")) || o < 0)
+        return 0;
+    const ipu_value_t *c = &f->g->values[o], *yv = &f->g->values[y];
+    if (c->dtype != IPU_DTYPE_FLOAT || c->rank < 0 || c->rank > yv->rank)
+        return 0;
+    if (c->data == NULL) { /* a residual: Y's shape, made no later in the pipeline */
+        const ipu_node_t *from = c->producer >= 0 ? &f->g->nodes[c->producer] : NULL;
+        if (mul || !f->sum_ok || c->rank != yv->rank ||
+            memcmp(c->dims, yv->dims, (size_t)yv->rank * sizeof(yv->dims[0])) != 0 ||
+            (from && stage_of(from) > stage_of(f->host) && stage_of(f->host) >= 0))
+            return 0;
+        f->sum_ok = 0;
+        return push(f, IPU_FUSED_SUM, 1.0f, 0.0f, o);
+    }
+    float s;
+    if (scalar_const(f->g, o, &s))
+        return push(f, IPU_FUSED_LINEAR, mul ? s : 1.0f, mul ? 0.0f : s, -1);
+    for (int i = 0; i < c->rank; i++) { /* 1 everywhere but the channel axis */
+        int yi = yv->rank - c->rank + i;
+        if (c->dims[i] != 1 && (yi != f->axis || c->dims[i] != yv->dims[yi]))
+            return 0;
+    }
+    return push(f, mul ? IPU_FUSED_MUL : IPU_FUSED_ADD, 0.0f, 0.0f, o);
 }
 
-/* conv takes r as its input 3 (the fused residual); inputs 2 (B) may be
- * absent (-1). */
-static ipu_status_t add_residual(ipu_node_t *conv, int r)
+/* y has two readers: Sigmoid(y) and Mul(y, that) (either order); the output
+ * of the Mul, or -1. */
+static int silu(fusion_t *f, int y)
 {
-    int *in = realloc(conv->inputs, 4 * sizeof(int));
-    if (in == NULL)
-        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory fusing node '%s'", conv->name);
-    for (int k = conv->n_inputs; k < 3; k++)
-        in[k] = -1;
-    in[3] = r;
-    conv->inputs = in;
-    conv->n_inputs = 4;
-    return ipu_node_add_attr_int(conv, IPU_CONV_SUM_ATTR, 1);
+    ipu_node_t *a = &f->g->nodes[f->u[y].node[0]], *b = &f->g->nodes[f->u[y].node[1]];
+    ipu_node_t *sig = is_op(a, "Sigmoid") ? a : is_op(b, "Sigmoid") ? b : NULL;
+    ipu_node_t *mul = sig == a ? b : a;
+    if (sig == NULL || sig->inputs[0] != y || sig->n_outputs != 1 ||
+        only_use(f, sig->outputs[0]) != mul || !is_op(mul, "Mul") ||
+        other_input(mul, y) != sig->outputs[0] || !push(f, IPU_FUSED_SILU, 1.0f, 0.0f, -1))
+        return -1;
+    kill(f, (ipu_node_t *[]){sig, mul}, 2);
+    return mul->outputs[0];
+}
+
+/* y has two readers forming the Erf GELU (fuse.h); the output of its last
+ * node, or -1. */
+static int gelu(fusion_t *f, int y)
+{
+    const ipu_graph_t *g = f->g;
+    ipu_node_t *r0 = &f->g->nodes[f->u[y].node[0]], *r1 = &f->g->nodes[f->u[y].node[1]];
+    ipu_node_t *div = NULL, *erf, *one, *last, *mid, *half = NULL;
+    for (int i = 0; i < 2 && div == NULL; i++) {
+        ipu_node_t *n = i == 0 ? r0 : r1;
+        if (op_with_scalar(g, n, "Div", y, (float)M_SQRT2, 1e-4f) ||
+            op_with_scalar(g, n, "Mul", y, (float)M_SQRT1_2, 1e-4f))
+            div = n;
+    }
+    if (div == NULL || (erf = only_use(f, div->outputs[0])) == NULL ||
+        !is_op(erf, "Erf") || (one = only_use(f, erf->outputs[0])) == NULL ||
+        !op_with_scalar(g, one, "Add", erf->outputs[0], 1.0f, 0.0f) ||
+        (mid = only_use(f, one->outputs[0])) == NULL || !is_op(mid, "Mul"))
+        return -1;
+    ipu_node_t *other = div == r0 ? r1 : r0; /* y's second reader */
+    int p = one->outputs[0], o = other_input(mid, p);
+    if (o == y) { /* (x * (1 + erf)) * 0.5 */
+        last = only_use(f, mid->outputs[0]);
+        if (last == NULL || !op_with_scalar(g, last, "Mul", mid->outputs[0], 0.5f, 0.0f))
+            return -1;
+    } else if (op_with_scalar(g, mid, "Mul", p, 0.5f, 0.0f)) { /* x * ((1 + erf) * 0.5) */
+        last = only_use(f, mid->outputs[0]);
+        if (last == NULL || !is_op(last, "Mul") || other_input(last, mid->outputs[0]) != y)
+            return -1;
+    } else { /* (x * 0.5) * (1 + erf) */
+        half = other;
+        if (o < 0 || half->n_outputs != 1 || half->outputs[0] != o || !op_with_scalar(g, half, "Mul", y, 0.5f, 0.0f) ||
+            only_use(f, o) != mid)
+            return -1;
+        last = mid;
+    }
+    if (other != (half ? half : o == y ? mid : last) || !push(f, IPU_FUSED_GELU_ERF, 0.0f, 0.0f, -1))
+        return -1;
+    kill(f, (ipu_node_t *[]){div, erf, one, mid, last == mid ? NULL : last, half}, 6);
+    return last->outputs[0];
+}
+
+/* One more step of the chain from y; its output, or -1 when none fuses. */
+static int step(fusion_t *f, int y)
+{
+    if (f->g->values[y].flags & IPU_VALUE_OUTPUT)
+        return -1;
+    ipu_node_t *a = only_use(f, y);
+    if (a == NULL) { /* the patterns that read y twice */
+        int r = f->u[y].count == 2 ? silu(f, y) : -1;
+        return r >= 0 || f->u[y].count != 2 ? r : gelu(f, y);
+    }
+    if (is_op(a, "Identity")) { /* e.g. a BatchNormalization folded into the host */
+        kill(f, &a, 1);
+        return a->outputs[0];
+    }
+    ipu_fused_kind_t k;
+    float alpha, beta;
+    if (activation(f, a, y, &k, &alpha, &beta)) {
+        if (!push(f, k, alpha, beta, -1))
+            return -1;
+    } else if (!binary(f, a, y)) {
+        return -1;
+    }
+    kill(f, &a, 1);
+    return a->outputs[0];
+}
+
+/* The channel axis of host's output, or -1 when host takes no post-ops. */
+static int host_axis(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || ipu_attr_find(n, IPU_FUSED_OPS) != NULL)
+        return -1;
+    const ipu_value_t *y = &g->values[n->outputs[0]];
+    if (y->dtype != IPU_DTYPE_FLOAT || y->rank < 1)
+        return -1;
+    if (is_op(n, "Conv") && n->n_inputs <= 3)
+        return 1;
+    if (is_op(n, "Gemm") && n->n_inputs <= 3)
+        return 1;
+    if (is_op(n, "MatMul") && n->n_inputs == 2 && ipu_node_input(g, n, 0)->rank >= 2 &&
+        ipu_node_input(g, n, 1)->rank >= 2)
+        return y->rank - 1;
+    return -1;
+}
+
+/* A Gemm that scales C (Y is filled with it and a sum post-op adds it)
+ * cannot take a residual too. */
+static int host_sum_ok(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    if (!is_op(n, "Gemm") || ipu_node_input(g, n, 2) == NULL)
+        return 1;
+    float alpha = ipu_attr_float(n, "alpha", 1.0f), beta = ipu_attr_float(n, "beta", 1.0f);
+    return beta == 0.0f || (alpha == 1.0f && beta == 1.0f);
 }
 
 /* Re-run infer of node n after its attributes or op changed. */
@@ -117,10 +351,55 @@ ipu_status_t ipu_graph_node_to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu
     return n->op->infer(g, n);
 }
 
-/* BatchNormalization then Relu: the Relu becomes an eltwise step of the
- * normalisation; 1 when fused. */
-static ipu_status_t fuse_norm_relu(ipu_graph_t *g, const uses_t *u, ipu_node_t *bn,
-                                   const ipu_op_t *id, int *fused)
+/* The host takes f's post-ops: attributes, extra inputs, re-infer; the
+ * fused nodes pass its output through. */
+static ipu_status_t apply(fusion_t *f, ipu_node_t *host, const ipu_op_t *id)
+{
+    ipu_status_t st;
+    int n_in = IPU_FUSED_INPUT0 + f->n_extra;
+    int *in = realloc(host->inputs, (size_t)n_in * sizeof(int));
+    if (in == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory fusing node '%s'", host->name);
+    for (int k = host->n_inputs; k < IPU_FUSED_INPUT0; k++)
+        in[k] = -1;
+    memcpy(in + IPU_FUSED_INPUT0, f->extra, (size_t)f->n_extra * sizeof(int));
+    host->inputs = in;
+    host->n_inputs = n_in;
+    if ((st = ipu_node_add_attr_ints(host, IPU_FUSED_OPS, (size_t)f->n, f->kind)) != IPU_OK ||
+        (st = ipu_node_add_attr_floats(host, IPU_FUSED_ALPHA, (size_t)f->n, f->alpha)) != IPU_OK ||
+        (st = ipu_node_add_attr_floats(host, IPU_FUSED_BETA, (size_t)f->n, f->beta)) != IPU_OK ||
+        (st = reinfer(f->g, host)) != IPU_OK)
+        return st;
+    for (int i = 0; i < f->n_dead; i++)
+        if ((st = ipu_graph_node_to_identity(f->g, &f->g->nodes[f->dead[i]], id,
+                                              host->outputs[0])) != IPU_OK)
+            return st;
+    return IPU_OK;
+}
+
+/* At debug log level: "fused into node 'X' (Conv): Relu, Mul (3 nodes)". */
+static void log_fusion(const fusion_t *f)
+{
+    static const char *const names[] = {"?", "Relu", "Clip", "Sigmoid", "Tanh", "Elu",
+                                        "HardSigmoid", "HardSwish", "SiLU", "Gelu", "Linear",
+                                        "Mul", "Add", "Sum"};
+    char buf[256];
+    size_t off = 0;
+    if (ipu_log_level_current < IPU_LOG_DEBUG)
+        return;
+    buf[0] = '\0';
+    for (int i = 0; i < f->n && off < sizeof(buf); i++)
+        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "",
+                                names[f->kind[i] < IPU_FUSED_RELU || f->kind[i] > IPU_FUSED_SUM
+                                          ? 0 : f->kind[i]]);
+    ipu_debug("fused into node '%s' (%s): %s (%d nodes)", f->host->name, f->host->op_type, buf,
+              f->n_dead);
+}
+
+/* BatchNormalization then Relu (through Identity nodes): the Relu becomes
+ * an eltwise step of the normalisation (IPU_NORM_RELU_ATTR); 1 in *fused
+ * when it does. */
+static ipu_status_t fuse_norm_relu(fusion_t *f, ipu_node_t *bn, const ipu_op_t *id, int *fused)
 {
     ipu_status_t st;
     *fused = 0;
@@ -130,11 +409,14 @@ static ipu_status_t fuse_norm_relu(ipu_graph_t *g, const uses_t *u, ipu_node_t *
         if (bn->outputs[k] >= 0) /* training outputs: not run */
             return IPU_OK;
     int y = bn->outputs[0];
-    ipu_node_t *act = only_use(g, u, through_identity(g, u, y));
-    if (act == NULL || !is_op(act, "Relu") || act->n_outputs != 1)
+    ipu_node_t *act = only_use(f, y);
+    for (int depth = 0; depth < 8 && act && is_op(act, "Identity"); depth++)
+        act = only_use(f, act->outputs[0]);
+    if (act == NULL || !is_op(act, "Relu"))
         return IPU_OK;
     if ((st = ipu_node_add_attr_int(bn, IPU_NORM_RELU_ATTR, 1)) != IPU_OK ||
-        (st = reinfer(g, bn)) != IPU_OK || (st = ipu_graph_node_to_identity(g, act, id, y)) != IPU_OK)
+        (st = reinfer(f->g, bn)) != IPU_OK ||
+        (st = ipu_graph_node_to_identity(f->g, act, id, y)) != IPU_OK)
         return st;
     *fused = 1;
     return IPU_OK;
@@ -147,82 +429,36 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
     uses_t *u = calloc((size_t)g->n_values + 1, sizeof(*u));
     if (u == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    for (int v = 0; v < g->n_values; v++)
-        u[v].node[0] = u[v].node[1] = -1;
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_inputs; k++) {
             int v = g->nodes[i].inputs[k];
             if (v < 0)
                 continue;
-            if (u[v].count < 2)
+            if (u[v].count < MAX_USES)
                 u[v].node[u[v].count] = i;
             u[v].count++;
         }
     for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) {
-        ipu_node_t *conv = &g->nodes[i];
-        if (is_op(conv, "BatchNormalization")) {
-            const ipu_op_t *id = lookup(conv->domain, "Identity", conv->opset);
+        ipu_node_t *host = &g->nodes[i];
+        if (is_op(host, "BatchNormalization")) {
+            fusion_t f = {.g = g, .u = u, .host = host};
+            const ipu_op_t *id = lookup(host->domain, "Identity", host->opset);
             int one = 0;
-            if (id && (st = fuse_norm_relu(g, u, conv, id, &one)) == IPU_OK)
+            if (id && (st = fuse_norm_relu(&f, host, id, &one)) == IPU_OK)
                 fused += one;
             continue;
         }
-        if (!is_op(conv, "Conv") || conv->n_outputs != 1 || conv->n_inputs > 3 ||
-            ipu_attr_find(conv, IPU_CONV_ACT_ATTR) != NULL ||
-            ipu_attr_find(conv, IPU_CONV_SUM_ATTR) != NULL)
-            continue;
-        const int y0 = conv->outputs[0];
-        if (y0 < 0 || (g->values[y0].flags & IPU_VALUE_OUTPUT) ||
-            g->values[y0].dtype != IPU_DTYPE_FLOAT)
-            continue;
-        const ipu_op_t *id = lookup(conv->domain, "Identity", conv->opset);
+        fusion_t f = {.g = g, .u = u, .host = host, .axis = host_axis(g, host)};
+        const ipu_op_t *id = f.axis >= 0 ? lookup(host->domain, "Identity", host->opset) : NULL;
         if (id == NULL)
             continue;
-        /* Add(y, residual) first: the activation then reads its output y */
-        int y = through_identity(g, u, y0), res = -1;
-        ipu_node_t *add = residual_add(g, u, y, &res);
-        if (add) {
-            if ((st = add_residual(conv, res)) != IPU_OK)
-                break;
-            y = through_identity(g, u, add->outputs[0]);
-        }
-        ipu_node_t *act = NULL, *sig = NULL;
-        const char *kind = NULL;
-        float lo = -INFINITY, hi = INFINITY;
-        if ((act = only_use(g, u, y)) != NULL) {
-            if (act->n_outputs != 1 || act->inputs[0] != y)
-                kind = NULL;
-            else if (is_op(act, "Relu"))
-                kind = "Relu";
-            else if (is_op(act, "Sigmoid"))
-                kind = "Sigmoid";
-            else if (is_op(act, "Clip") && clip_bounds(g, act, &lo, &hi))
-                kind = "Clip";
-        } else if (u[y].count == 2) {
-            /* SiLU: Sigmoid(y) -> s, Mul(y, s) or Mul(s, y) */
-            ipu_node_t *a = &g->nodes[u[y].node[0]], *b = &g->nodes[u[y].node[1]];
-            sig = is_op(a, "Sigmoid") ? a : is_op(b, "Sigmoid") ? b : NULL;
-            act = sig == a ? b : a;
-            if (sig && sig->n_outputs == 1 && sig->inputs[0] == y && is_op(act, "Mul") &&
-                act->n_inputs == 2 && act->n_outputs == 1 &&
-                only_use(g, u, sig->outputs[0]) == act &&
-                ((act->inputs[0] == y && act->inputs[1] == sig->outputs[0]) ||
-                 (act->inputs[1] == y && act->inputs[0] == sig->outputs[0])))
-                kind = "SiLU";
-        }
-        if (kind == NULL && add == NULL)
+        f.sum_ok = host_sum_ok(g, host);
+        for (int y = host->outputs[0]; y >= 0 && f.n < IPU_FUSED_MAX;)
+            y = step(&f, y);
+        if (f.n == 0)
             continue;
-        if (kind && ((st = ipu_node_add_attr_string(conv, IPU_CONV_ACT_ATTR, kind)) != IPU_OK ||
-                     (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MIN, lo)) != IPU_OK ||
-                     (st = ipu_node_add_attr_float(conv, IPU_CONV_ACT_MAX, hi)) != IPU_OK))
-            break;
-        if ((st = reinfer(g, conv)) != IPU_OK)
-            break;
-        /* the Add and activation nodes pass y0 through; the planner aliases them */
-        if ((add && (st = ipu_graph_node_to_identity(g, add, id, y0)) != IPU_OK) ||
-            (kind && (st = ipu_graph_node_to_identity(g, act, id, y0)) != IPU_OK) ||
-            (kind && sig && (st = ipu_graph_node_to_identity(g, sig, id, y0)) != IPU_OK))
-            break;
+        if ((st = apply(&f, host, id)) == IPU_OK)
+            log_fusion(&f);
         fused++;
     }
     free(u);

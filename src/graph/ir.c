@@ -249,6 +249,16 @@ ipu_status_t ipu_node_add_attr_ints(ipu_node_t *n, const char *name, size_t cnt,
     return IPU_OK;
 }
 
+ipu_status_t ipu_node_add_attr_floats(ipu_node_t *n, const char *name, size_t cnt, const float *v)
+{
+    ipu_attr_t *a = new_attr(n, name, IPU_ATTR_FLOATS);
+    if (a == NULL || (a->floats = malloc((cnt ? cnt : 1) * sizeof(float))) == NULL)
+        return NOMEM;
+    memcpy(a->floats, v, cnt * sizeof(float));
+    a->n = cnt;
+    return IPU_OK;
+}
+
 ipu_status_t ipu_node_add_attr_string(ipu_node_t *n, const char *name, const char *v)
 {
     ipu_attr_t *a = new_attr(n, name, IPU_ATTR_STRING);

@@ -132,6 +132,7 @@ int ipu_graph_add_node(ipu_graph_t *g, const char *op_type, const char *name,
 ipu_status_t ipu_node_add_attr_int(ipu_node_t *n, const char *name, int64_t v);
 ipu_status_t ipu_node_add_attr_float(ipu_node_t *n, const char *name, float v);
 ipu_status_t ipu_node_add_attr_ints(ipu_node_t *n, const char *name, size_t cnt, const int64_t *v);
+ipu_status_t ipu_node_add_attr_floats(ipu_node_t *n, const char *name, size_t cnt, const float *v);
 ipu_status_t ipu_node_add_attr_string(ipu_node_t *n, const char *name, const char *v);
 /* TENSOR attribute holding a copy of t (t->data copied). */
 ipu_status_t ipu_node_add_attr_tensor(ipu_node_t *n, const char *name, const ipu_tensor_t *t);

@@ -244,14 +244,33 @@ static void test_conv3d(void **state)
     CONV_END("conv3d", S(1, 3, 3, 5, 4));
 }
 
+/* The post-ops graph/fuse.c sets: kinds k[0..n) with alpha a and beta b. */
+static void set_post(ipu_node_t *nd, int n, const int64_t *k, const float *a, const float *b)
+{
+    assert_int_equal(ipu_node_add_attr_ints(nd, IPU_FUSED_OPS, (size_t)n, k), IPU_OK);
+    assert_int_equal(ipu_node_add_attr_floats(nd, IPU_FUSED_ALPHA, (size_t)n, a), IPU_OK);
+    assert_int_equal(ipu_node_add_attr_floats(nd, IPU_FUSED_BETA, (size_t)n, b), IPU_OK);
+}
+
 /* the fused activation graph/fuse.c sets (Clip bounds -0.5, 0.75 as in ref_dense.py) */
 static void fused(op_case_t *c, const char *act)
 {
-    ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, act);
-    if (strcmp(act, "Clip") == 0) {
-        ipu_node_add_attr_float(oc_node(c), IPU_CONV_ACT_MIN, -0.5f);
-        ipu_node_add_attr_float(oc_node(c), IPU_CONV_ACT_MAX, 0.75f);
-    }
+    int64_t k = strcmp(act, "SiLU") == 0      ? IPU_FUSED_SILU
+                : strcmp(act, "Sigmoid") == 0 ? IPU_FUSED_SIGMOID
+                : strcmp(act, "Relu") == 0    ? IPU_FUSED_RELU
+                                              : IPU_FUSED_CLIP;
+    set_post(oc_node(c), 1, &k, (const float[]){k == IPU_FUSED_CLIP ? -0.5f : 0.0f},
+             (const float[]){k == IPU_FUSED_CLIP ? 0.75f : 0.0f});
+}
+
+/* node nd's fused post-op kinds are want[0..n) */
+static void assert_post(const ipu_node_t *nd, int n, const int64_t *want)
+{
+    size_t cnt = 0;
+    const int64_t *k = ipu_attr_ints(nd, IPU_FUSED_OPS, &cnt);
+    assert_int_equal(cnt, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(k[i], want[i]);
 }
 
 /* depthwise fast path: three row phases, two column phases, dilation */
@@ -372,11 +391,12 @@ static void test_conv_fusion_pass(void **state)
     assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "hi")],
                                          IPU_DTYPE_FLOAT, 0, NULL, &hi), IPU_OK);
     assert_int_equal(fuse_graph(g, w), 2);
-    assert_string_equal(ipu_attr_string(&g->nodes[conv[0]], IPU_CONV_ACT_ATTR, ""), "SiLU");
-    assert_string_equal(ipu_attr_string(&g->nodes[conv[1]], IPU_CONV_ACT_ATTR, ""), "Clip");
-    assert_true(ipu_attr_float(&g->nodes[conv[1]], IPU_CONV_ACT_MIN, 0) == lo);
-    assert_true(ipu_attr_float(&g->nodes[conv[1]], IPU_CONV_ACT_MAX, 0) == hi);
-    assert_null(ipu_attr_find(&g->nodes[conv[2]], IPU_CONV_ACT_ATTR));
+    size_t na = 0, nb = 0;
+    assert_post(&g->nodes[conv[0]], 1, (const int64_t[]){IPU_FUSED_SILU});
+    assert_post(&g->nodes[conv[1]], 1, (const int64_t[]){IPU_FUSED_CLIP});
+    assert_true(ipu_attr_floats(&g->nodes[conv[1]], IPU_FUSED_ALPHA, &na)[0] == lo && na == 1);
+    assert_true(ipu_attr_floats(&g->nodes[conv[1]], IPU_FUSED_BETA, &nb)[0] == hi && nb == 1);
+    assert_null(ipu_attr_find(&g->nodes[conv[2]], IPU_FUSED_OPS));
     assert_string_equal(g->nodes[sig].op_type, "Identity");
     assert_string_equal(g->nodes[mul].op_type, "Identity");
     assert_string_equal(g->nodes[clip].op_type, "Identity");
@@ -384,6 +404,111 @@ static void test_conv_fusion_pass(void **state)
     assert_int_equal(g->nodes[mul].n_inputs, 1);
     assert_int_equal(g->nodes[mul].inputs[0], ipu_graph_find_value(g, "y1"));
     refuse_free(g);
+}
+
+/* graph/fuse.c on a MatMul: + bias (a per-channel constant), the exported
+ * Erf GELU in the form form (0: Div by sqrt 2, Erf, Add 1, Mul by x, Mul by
+ * 0.5; 1: the 0.5 on (1 + Erf) first; 2: x * 0.5 first, Mul by 1/sqrt 2)
+ * and a scalar Mul fuse into it (ADD, GELU_ERF, LINEAR); with split_stage
+ * the chain after the MatMul is annotated on a later __pipeline_stage and
+ * fuses all the same (a fused node's work moves to its stage). */
+static void matmul_gelu_graph(int form, int split_stage)
+{
+    static const float w[20], bias[5], r2 = 1.41421356f, one = 1.0f, half = 0.5f, three = 3.0f,
+                              ir2 = 0.70710678f;
+    ipu_graph_t *g = ipu_graph_new("gelu");
+    assert_non_null(g);
+    const char *forms[3][6][4] = {
+        {{"Div", "yb", "r2", "d"}, {"Erf", "d", "", "e"}, {"Add", "one", "e", "p"},
+         {"Mul", "yb", "p", "m"}, {"Mul", "m", "half", "h"}, {"Mul", "three", "h", "out"}},
+        {{"Div", "yb", "r2", "d"}, {"Erf", "d", "", "e"}, {"Add", "e", "one", "p"},
+         {"Mul", "p", "half", "m"}, {"Mul", "yb", "m", "h"}, {"Mul", "h", "three", "out"}},
+        {{"Mul", "half", "yb", "m"}, {"Mul", "yb", "ir2", "d"}, {"Erf", "d", "", "e"},
+         {"Add", "one", "e", "p"}, {"Mul", "m", "p", "h"}, {"Mul", "three", "h", "out"}},
+    };
+    const char *head[2][4] = {{"MatMul", "x", "w", "y"}, {"Add", "y", "bias", "yb"}};
+    int id[8];
+    for (int i = 0; i < 8; i++) {
+        const char *const *nd = i < 2 ? head[i] : forms[form][i - 2];
+        int n_in = nd[2][0] ? 2 : 1;
+        id[i] = ipu_graph_add_node(g, nd[0], nd[3], n_in, &nd[1], 1, &nd[3]);
+        assert_true(id[i] >= 0);
+        if (split_stage)
+            ipu_node_add_attr_int(&g->nodes[id[i]], "__pipeline_stage", i > 0);
+    }
+    const struct { const char *name; int rank; int64_t d; const float *v; } consts[] = {
+        {"w", 2, 0, w}, {"bias", 1, 5, bias}, {"r2", 0, 0, &r2}, {"one", 0, 0, &one},
+        {"half", 0, 0, &half}, {"three", 0, 0, &three}, {"ir2", 0, 0, &ir2}};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_value(g, consts[i].name)],
+                                             IPU_DTYPE_FLOAT, consts[i].rank,
+                                             i == 0 ? S(4, 5).d : &consts[i].d, consts[i].v),
+                         IPU_OK);
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 3,
+                        S(2, 3, 4).d);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    const ipu_node_t *mm = &g->nodes[id[0]];
+    assert_int_equal(count, 1);
+    assert_post(mm, 3, (const int64_t[]){IPU_FUSED_ADD, IPU_FUSED_GELU_ERF, IPU_FUSED_LINEAR});
+    size_t na = 0;
+    assert_true(ipu_attr_floats(mm, IPU_FUSED_ALPHA, &na)[2] == three && na == 3);
+    assert_int_equal(mm->n_inputs, 4);
+    assert_int_equal(mm->inputs[2], -1);
+    assert_int_equal(mm->inputs[3], ipu_graph_find_value(g, "bias"));
+    for (int i = 1; i < 8; i++)
+        assert_string_equal(g->nodes[id[i]].op_type, "Identity");
+    refuse_free(g);
+}
+
+/* graph/fuse.c: MatMul -> Add(y, r), r = Relu(x): the residual fuses
+ * (SUM), unless r is made on a later __pipeline_stage than the MatMul. */
+static void residual_stage_graph(int r_stage)
+{
+    static const float w[20];
+    ipu_graph_t *g = ipu_graph_new("stages");
+    assert_non_null(g);
+    int mm = ipu_graph_add_node(g, "MatMul", "mm", 2, (const char *[]){"x", "w"}, 1,
+                                (const char *[]){"y"});
+    int relu = ipu_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"x2"}, 1,
+                                  (const char *[]){"r"});
+    int add = ipu_graph_add_node(g, "Add", "add", 2, (const char *[]){"y", "r"}, 1,
+                                 (const char *[]){"out"});
+    assert_true(mm >= 0 && relu >= 0 && add >= 0);
+    ipu_node_add_attr_int(&g->nodes[mm], "__pipeline_stage", 0);
+    ipu_node_add_attr_int(&g->nodes[relu], "__pipeline_stage", r_stage);
+    ipu_node_add_attr_int(&g->nodes[add], "__pipeline_stage", 1);
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_value(g, "w")], IPU_DTYPE_FLOAT, 2,
+                                         S(4, 5).d, w), IPU_OK);
+    assert_int_equal(ipu_graph_add_input(g, "x"), IPU_OK);
+    assert_int_equal(ipu_graph_add_input(g, "x2"), IPU_OK);
+    assert_int_equal(ipu_graph_add_output(g, "out"), IPU_OK);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x")], IPU_DTYPE_FLOAT, 2, S(3, 4).d);
+    ipu_value_set_shape(&g->values[ipu_graph_find_value(g, "x2")], IPU_DTYPE_FLOAT, 2, S(3, 5).d);
+    int count = -1;
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    assert_int_equal(ipu_graph_fuse(g, ipu_op_lookup, &count), IPU_OK);
+    assert_int_equal(count, r_stage == 0);
+    if (r_stage == 0)
+        assert_post(&g->nodes[mm], 1, (const int64_t[]){IPU_FUSED_SUM});
+    assert_string_equal(g->nodes[add].op_type, r_stage == 0 ? "Identity" : "Add");
+    refuse_free(g);
+}
+
+static void test_matmul_fusion_pass(void **state)
+{
+    residual_stage_graph(0);
+    residual_stage_graph(1);
+    for (int form = 0; form < 3; form++)
+        matmul_gelu_graph(form, 0);
+    matmul_gelu_graph(0, 1);
 }
 
 /* graph/fuse.c: Conv -> Add(y, r) -> Relu fuses into the Conv (r its input
@@ -403,8 +528,7 @@ static void test_conv_residual_fusion_pass(void **state)
     ints(&(op_case_t){.g = g, .node = conv}, "pads", S(1, 1, 1, 1));
     assert_int_equal(fuse_graph(g, w), 1);
     const ipu_node_t *c = &g->nodes[conv];
-    assert_int_equal(ipu_attr_int(c, IPU_CONV_SUM_ATTR, 0), 1);
-    assert_string_equal(ipu_attr_string(c, IPU_CONV_ACT_ATTR, ""), "Relu");
+    assert_post(c, 2, (const int64_t[]){IPU_FUSED_SUM, IPU_FUSED_RELU});
     assert_int_equal(c->n_inputs, 4);
     assert_int_equal(c->inputs[2], -1);
     assert_int_equal(c->inputs[3], ipu_graph_find_value(g, "x"));
@@ -436,9 +560,8 @@ static void test_conv_residual(void **state)
         oc_const(c, 2, IPU_DTYPE_FLOAT, 1, S(4).d, b);
         if (fused) {
             oc_const(c, 3, IPU_DTYPE_FLOAT, ys.rank, ys.d, r);
-            assert_int_equal(ipu_node_add_attr_int(oc_node(c), IPU_CONV_SUM_ATTR, 1), IPU_OK);
-            assert_int_equal(ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, "Relu"),
-                             IPU_OK);
+            set_post(oc_node(c), 2, (const int64_t[]){IPU_FUSED_SUM, IPU_FUSED_RELU},
+                     (const float[]){1, 0}, (const float[]){0, 0});
         }
         ints(c, "pads", S(1, 1, 1, 1));
         run_ok(c);
@@ -511,12 +634,12 @@ static void test_conv_errors(void **state)
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME");
     expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
-    /* an unknown fused activation */
+    /* an unknown fused post-op */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
-    ipu_node_add_attr_string(oc_node(c), IPU_CONV_ACT_ATTR, "Gelu");
-    expect_error(c, IPU_ERR_INVALID_MODEL, "Gelu");
+    set_post(oc_node(c), 1, (const int64_t[]){99}, (const float[]){0}, (const float[]){0});
+    expect_error(c, IPU_ERR_INVALID_MODEL, "unknown fused post-op");
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
@@ -820,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_conv3d),
         cmocka_unit_test(test_conv_depthwise_phases),
         cmocka_unit_test(test_conv_fused),
+        cmocka_unit_test(test_matmul_fusion_pass),
         cmocka_unit_test(test_conv3d_bands),
         cmocka_unit_test(test_conv_fusion_pass),
         cmocka_unit_test(test_conv_residual_fusion_pass),

@@ -11,16 +11,12 @@
  * except where the layout pass (dnn_chain.h) keeps the tensor in oneDNN's
  * layout between this node and its producer or readers.
  *
- * Fused activation: graph/fuse.c may fold the Relu, Clip, Sigmoid or
- * x * Sigmoid(x) that consumed the output into the node (the private
- * attributes IPU_CONV_ACT_ATTR, and the Clip bounds IPU_CONV_ACT_MIN/MAX);
- * it becomes an eltwise post-op of the primitive.
- *
- * Fused residual: graph/fuse.c may fold an Add of the output and another
- * tensor of its shape into the node (IPU_CONV_SUM_ATTR): that tensor is
- * input 3, copied (or reordered) into the output before the run and added
- * by a sum post-op before the activation. */
+ * Fused post-ops: graph/fuse.c may fold the element-wise work that
+ * consumed the output into the node (graph/fuse.h; read by fused.h): they
+ * become post-ops of the primitive. A fused residual is copied (or
+ * reordered) into the output before the run and added by a sum post-op. */
 #include "exec/ops/dnn_chain.h"
+#include "exec/ops/fused.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
 #include "graph/fuse.h"
@@ -32,26 +28,6 @@
 typedef struct conv_state {
     ipu_dnn_node_t dnn; /* first: the layout pass reads it (IPU_OP_DNN) */
 } conv_state_t;
-
-static ipu_status_t conv_act(const ipu_node_t *n, ipu_dnn_act_t *a)
-{
-    const char *k = ipu_attr_string(n, IPU_CONV_ACT_ATTR, "");
-    a->lo = ipu_attr_float(n, IPU_CONV_ACT_MIN, -INFINITY);
-    a->hi = ipu_attr_float(n, IPU_CONV_ACT_MAX, INFINITY);
-    if (k[0] == '\0')
-        a->kind = IPU_DNN_ACT_NONE;
-    else if (strcmp(k, "Relu") == 0)
-        a->kind = IPU_DNN_ACT_RELU;
-    else if (strcmp(k, "Clip") == 0)
-        a->kind = IPU_DNN_ACT_CLIP;
-    else if (strcmp(k, "Sigmoid") == 0)
-        a->kind = IPU_DNN_ACT_SIGMOID;
-    else if (strcmp(k, "SiLU") == 0)
-        a->kind = IPU_DNN_ACT_SILU;
-    else
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown fused activation '%s'", k);
-    return IPU_OK;
-}
 
 static void conv_fini(ipu_node_t *n)
 {
@@ -109,13 +85,8 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
 
     ipu_window_t w;
     ipu_dnn_conv_desc_t d = {.nd = nd, .N = x->dims[0], .C = C, .M = M, .group = group,
-                             .has_bias = b != NULL,
-                             .has_residual = ipu_attr_int(n, IPU_CONV_SUM_ATTR, 0) != 0};
-    if (d.has_residual && ipu_node_input(g, n, 3) == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "fused residual without input 3");
+                             .has_bias = b != NULL};
     ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
-    if (st == IPU_OK)
-        st = conv_act(n, &d.act);
     if (st != IPU_OK)
         return st;
     int64_t dims[IPU_MAX_RANK];
@@ -132,16 +103,12 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
         d.out[j] = dims[2 + j] = w.out[i];
     }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
-    if (d.has_residual) {
-        const ipu_value_t *r = ipu_node_input(g, n, 3);
-        if (r->dtype != IPU_DTYPE_FLOAT || r->rank != x->rank ||
-            memcmp(r->dims, dims, (size_t)x->rank * sizeof(dims[0])) != 0)
-            return ipu_op_error(IPU_ERR_SHAPE, n, "the fused residual's shape differs from Y's");
-    }
+    if ((st = ipu_fused_post(g, n, y, 1, x->rank, 1, &d.post)) != IPU_OK)
+        return st;
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    s->dnn.res_slot = 3;
+    s->dnn.res_slot = ipu_fused_residual_input(n);
     n->state = s;
     if (ipu_shape_numel(x->rank, dims) == 0 || ipu_shape_numel(x->rank, x->dims) == 0)
         return IPU_OK; /* nothing to compute */
@@ -158,15 +125,17 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
                              ipu_kernel_ctx_t *ctx)
 {
     const conv_state_t *s = n->state;
-    const float *bias = n->n_inputs > 2 ? in[2].data : NULL;
+    const float *bias = n->n_inputs > 2 && n->inputs[2] >= 0 ? in[2].data : NULL;
     if (s->dnn.p == NULL) { /* an empty input: Y is empty or the bias */
         size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
         if (bytes)
             memset(out[0].data, 0, bytes);
         return IPU_OK;
     }
-    const float *res = n->n_inputs > 3 ? in[3].data : NULL;
-    return ipu_dnn_run(n, s->dnn.p, in[0].data, in[1].data, bias, res, out[0].data, ctx);
+    const float *res;
+    const void *ops[IPU_FUSED_MAX];
+    ipu_fused_operands(n, in, &res, ops);
+    return ipu_dnn_run(n, s->dnn.p, in[0].data, in[1].data, bias, res, ops, out[0].data, ctx);
 }
 
 static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
@@ -183,7 +152,8 @@ static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)
 }
 
 static const ipu_op_t conv_op = {
-    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21, .flags = IPU_OP_DNN | IPU_OP_HELD_REPLACES_INPUT1,
+    .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
+    .flags = IPU_OP_DNN | IPU_OP_HELD_REPLACES_INPUT1,
     .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
     .held = conv_held, .fini = conv_fini,
 };

@@ -179,7 +179,7 @@ static ipu_status_t ct_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
             y[i] = bias ? bias[i / plane % M] : 0.0f;
         return IPU_OK;
     }
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, NULL, out[0].data, ctx);
+    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, NULL, NULL, out[0].data, ctx);
 }
 
 static ipu_status_t ct_load(const ipu_graph_t *g, const ipu_node_t *n)

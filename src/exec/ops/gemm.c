@@ -13,7 +13,15 @@
  * dimension removed from the result), batch dimensions broadcast. When B has
  * no batch (e.g. [B, T, C] @ [C, N]) A's batch is folded into the rows of a
  * single 2-D matmul; otherwise one batched matmul whose broadcast batch
- * dimensions have size 1. Empty products (M, N or K = 0) need no primitive. */
+ * dimensions have size 1. Empty products (M, N or K = 0) need no primitive.
+ *
+ * Both: a constant B is taken in the layout the primitive prefers,
+ * reordered when a device loads the stage (load()), a copy kept beside the
+ * constant and charged to the stage's weights (held()). graph/fuse.c may
+ * fold the element-wise work after the node into it (graph/fuse.h, read by
+ * fused.h): post-ops of the primitive, a fused residual copied into Y
+ * before the run and added by a sum post-op. */
+#include "exec/ops/fused.h"
 #include "exec/ops/registry.h"
 #include "exec/onednn.h"
 
@@ -40,6 +48,29 @@ static size_t mm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const mm_state_t *s = n->state;
     return s ? ipu_dnn_scratch(s->p) : 0;
+}
+
+static ipu_status_t mm_load(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const mm_state_t *s = n->state;
+    const ipu_value_t *b = ipu_node_input(g, n, 1);
+    return s && b && b->data ? ipu_dnn_load_weights(n, s->p, b->data) : IPU_OK;
+}
+
+static size_t mm_held(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const mm_state_t *s = n->state;
+    return s ? ipu_dnn_weights_held(s->p) : 0;
+}
+
+/* Run the primitive with the node's fused operands. */
+static ipu_status_t mm_run_dnn(const ipu_node_t *n, const mm_state_t *s, const ipu_tensor_t *in,
+                               const float *bias, float *y, const ipu_kernel_ctx_t *ctx)
+{
+    const float *res;
+    const void *ops[IPU_FUSED_MAX];
+    ipu_fused_operands(n, in, &res, ops);
+    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, ops, y, ctx);
 }
 
 static void shape2(ipu_dnn_shape_t *s, int64_t r, int64_t c, int trans)
@@ -102,17 +133,21 @@ static ipu_status_t gemm_infer(ipu_graph_t *g, ipu_node_t *n)
     s->beta = use_c ? beta : 0.0f;
     if (M == 0 || N == 0 || K == 0)
         return IPU_OK;
-    ipu_dnn_matmul_desc_t d = {.alpha = alpha};
+    ipu_dnn_matmul_desc_t d = {.alpha = alpha, .const_b = b->data != NULL};
+    if ((st = ipu_fused_post(g, n, y, 1, 2, 1, &d.post)) != IPU_OK)
+        return st;
     shape2(&d.a, M, K, ta);
     shape2(&d.b, K, N, tb);
     shape2(&d.y, M, N, 0);
     if (use_c && alpha == 1.0f && beta == 1.0f) { /* C as the bias, if oneDNN takes it */
         d.has_bias = 1;
         shape2(&d.bias, c->rank == 2 ? c->dims[0] : 1, c->rank >= 1 ? c->dims[c->rank - 1] : 1, 0);
-        if (ipu_dnn_matmul(n, &d, &s->p) == IPU_OK) {
+        if ((st = ipu_dnn_matmul(n, &d, &s->p)) == IPU_OK) {
             s->c_bias = 1;
             return IPU_OK;
         }
+        if (ipu_fused_residual_input(n) >= 0) /* Y cannot hold both C and the residual */
+            return st;
         d.has_bias = 0;
     }
     s->fill_c = use_c;
@@ -124,11 +159,11 @@ static ipu_status_t gemm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
                              ipu_kernel_ctx_t *ctx)
 {
     const mm_state_t *s = n->state;
-    const ipu_tensor_t *c = n->n_inputs > 2 && in[2].data ? &in[2] : NULL;
+    const ipu_tensor_t *c = n->n_inputs > 2 && n->inputs[2] >= 0 && in[2].data ? &in[2] : NULL;
     int64_t M = out[0].dims[0], N = out[0].dims[1];
     float *y = out[0].data;
     if (s->c_bias)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, c->data, NULL, y, ctx);
+        return mm_run_dnn(n, s, in, c->data, y, ctx);
     if (s->fill_c || (s->p == NULL && s->beta != 0.0f)) { /* Y = broadcast(C) */
         const float *cd = c->data;
         int64_t cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
@@ -140,7 +175,7 @@ static ipu_status_t gemm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         }
     }
     if (s->p)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, NULL, y, ctx);
+        return mm_run_dnn(n, s, in, NULL, y, ctx);
     /* an empty product: Y = beta * C, or 0 */
     for (int64_t i = 0; i < M * N; i++)
         y[i] = s->beta != 0.0f ? s->beta * y[i] : 0.0f;
@@ -216,14 +251,19 @@ static ipu_status_t matmul_infer(ipu_graph_t *g, ipu_node_t *n)
     n->state = s;
     if (m.M == 0 || m.N == 0 || m.K == 0 || m.batch == 0)
         return IPU_OK;
-    ipu_dnn_matmul_desc_t d = {.alpha = 1.0f};
-    if (m.b_batch == 1) { /* B shared: A's batch folded into the rows */
+    ipu_dnn_matmul_desc_t d = {.alpha = 1.0f, .const_b = b->data != NULL};
+    int fold = m.b_batch == 1, rk = m.rank + 2;
+    /* fused post-ops are along Y's last axis; the destination is Y folded
+     * to 2-D or Y with its batch dims */
+    if ((st = ipu_fused_post(g, n, y, y->rank - 1, fold ? 2 : rk, fold ? 1 : rk - 1, &d.post)) !=
+        IPU_OK)
+        return st;
+    if (fold) { /* B shared: A's batch folded into the rows */
         shape2(&d.a, m.a_batch * m.M, m.K, 0);
         shape2(&d.b, m.K, m.N, 0);
         shape2(&d.y, m.a_batch * m.M, m.N, 0);
         return ipu_dnn_matmul(n, &d, &s->p);
     }
-    int rk = m.rank + 2;
     d.a.rank = d.b.rank = d.y.rank = rk;
     for (int i = 0; i < m.rank; i++) {
         d.a.dims[i] = m.astride[i] ? m.dims[i] : 1;
@@ -244,7 +284,7 @@ static ipu_status_t matmul_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 {
     const mm_state_t *s = n->state;
     if (s->p)
-        return ipu_dnn_run(n, s->p, in[0].data, in[1].data, NULL, NULL, out[0].data, ctx);
+        return mm_run_dnn(n, s, in, NULL, out[0].data, ctx);
     size_t bytes = (size_t)ipu_shape_numel(out[0].rank, out[0].dims) * sizeof(float);
     if (bytes)
         memset(out[0].data, 0, bytes);
@@ -253,11 +293,13 @@ static ipu_status_t matmul_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 
 static const ipu_op_t gemm_op = {
     .domain = "", .op_type = "Gemm", .since_version = 7, .until_version = 21,
-    .infer = gemm_infer, .scratch = mm_scratch, .run = gemm_run, .fini = mm_fini,
+    .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = gemm_infer, .scratch = mm_scratch, .run = gemm_run, .load = mm_load,
+    .held = mm_held, .fini = mm_fini,
 };
 static const ipu_op_t matmul_op = {
     .domain = "", .op_type = "MatMul", .since_version = 1, .until_version = 21,
-    .infer = matmul_infer, .scratch = mm_scratch, .run = matmul_run, .fini = mm_fini,
+    .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = matmul_infer, .scratch = mm_scratch, .run = matmul_run, .load = mm_load,
+    .held = mm_held, .fini = mm_fini,
 };
 
 const ipu_op_t *const ipu_ops_gemm[] = {&gemm_op, &matmul_op, NULL};

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Post-op fusion (graph/fuse.c) on PyTorch-built models: every output agrees
+# with PyTorch's (--check), and the debug log names the fusions expected:
+# each activation, the Erf GELU, SiLU, a per-channel Mul, an affine Mul/Add
+# and a residual Add on Conv; Add (bias) + GELU and Add on MatMul;
+# HardSwish on Gemm.
+set -u
+: "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
+EXE="$top_builddir/ipu-exec"
+"$PYTHON_REF" -c "import onnx, torch" 2>/dev/null || { echo "SKIP: $PYTHON_REF lacks onnx/torch"; exit 77; }
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+"$PYTHON_REF" "$top_srcdir/tests/fusion/make_fused_models.py" "$W" >"$W/gen.log" 2>&1 ||
+    { cat "$W/gen.log"; exit 1; }
+fails=0
+# run MODEL N: --check passes and N "fused into" lines are logged
+run() {
+    IPU_EXEC_LOG_LEVEL=debug "$EXE" "$W/$1/model.onnx" --check >"$W/out" 2>"$W/err"; rc=$?
+    if [ "$rc" -ne 0 ] || ! grep -q "^check: $2 outputs of 1 micro-batch ok" "$W/out"; then
+        echo "FAIL: $1: exit $rc"; cat "$W/out" "$W/err"; fails=$((fails + 1))
+    else
+        echo "ok: $1 matches PyTorch"
+    fi
+    sed -n "s/.*fused into node '\([^']*\)' ([A-Za-z]*): \(.*\)/\1: \2/p" "$W/err" >"$W/$1.fused"
+}
+# want MODEL LINE: the fusion LINE ("node: kinds (n nodes)") was logged
+want() {
+    if grep -qxF -- "$2" "$W/$1.fused"; then echo "ok: $1 fused $2"; else
+        echo "FAIL: $1: no fusion '$2'; logged:"; cat "$W/$1.fused"; fails=$((fails + 1)); fi
+}
+run conv_acts 13
+i=0
+for k in "Relu (1" "Relu (1" "Clip (1" "Sigmoid (1" "Tanh (1" "Elu (1" "HardSigmoid (1" \
+         "HardSwish (1" "Gelu (5" "SiLU (2" "Mul (1" "Linear, Relu (3" "Sum, Relu (2"; do
+    want conv_acts "/convs.$i/Conv: $k nodes)"
+    i=$((i + 1))
+done
+run dense 2
+want dense "/fc1/MatMul: Add, Gelu (6 nodes)"
+want dense "/fc2/MatMul: Add (1 nodes)"
+want dense "/fc3/Gemm: HardSwish (1 nodes)"
+[ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
+echo "all fusion tests passed"
