@@ -7,6 +7,16 @@ OUT/mlp/wrong_dtype/          input_0.pb of float64
 OUT/mlp/wrong_shape/          input_0.pb of shape [3,9]
 OUT/mlp/npy/                  input_0.npy (N=2), output_0.pb
 OUT/mlp/bad_ref/              input_0.pb, output_0.pb perturbed in one element
+OUT/mlp/npy_ref/              input_0.npy, output_0.npy (the reference as .npy)
+OUT/mlp/by_name/              x.npy, y.npy: input and reference by the graph names
+OUT/mlp/both/                 input_0.pb and input_0.npy (different data; output_0.pb
+                              is that of the .pb), and an extra input_1.pb
+OUT/mlp/fortran/              input_0.npy saved in Fortran order (an error)
+OUT/sets/model.onnx           the mlp, with test_data_set_0 and _1 of different
+                              inputs (N=3) and outputs
+OUT/sets_bad/                 test_data_set_0 as sets/, test_data_set_1 whose
+                              reference is set 0's output: passes only if set 0
+                              were used for both micro-batches
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
 OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
                               (no test_data_set_0: --check has no default inputs)
@@ -43,6 +53,7 @@ def mlp():
     d = os.path.join(out, "mlp")
     os.makedirs(d, exist_ok=True)
     onnx.save(m, os.path.join(d, "model.onnx"))
+    m0 = onnx.load(os.path.join(d, "model.onnx"))
     for v in list(m.graph.input) + list(m.graph.output):
         v.type.tensor_type.shape.dim[0].dim_value = 1
     os.makedirs(os.path.join(out, "fixed"), exist_ok=True)
@@ -57,6 +68,27 @@ def mlp():
     os.makedirs(f"{d}/npy", exist_ok=True)
     np.save(f"{d}/npy/input_0.npy", x2)
     save(ref(x2), f"{d}/npy/output_0.pb", "y")
+    os.makedirs(f"{d}/npy_ref", exist_ok=True)
+    np.save(f"{d}/npy_ref/input_0.npy", x2)
+    np.save(f"{d}/npy_ref/output_0.npy", ref(x2))
+    os.makedirs(f"{d}/by_name", exist_ok=True)
+    np.save(f"{d}/by_name/x.npy", x2)
+    np.save(f"{d}/by_name/y.npy", ref(x2))
+    save(x, f"{d}/both/input_0.pb", "x")
+    np.save(f"{d}/both/input_0.npy", x2)
+    save(ref(x), f"{d}/both/output_0.pb", "y")
+    save(x, f"{d}/both/input_1.pb", "x")
+    os.makedirs(f"{d}/fortran", exist_ok=True)
+    np.save(f"{d}/fortran/input_0.npy", np.asfortranarray(x))
+    s = os.path.join(out, "sets")
+    os.makedirs(s, exist_ok=True)
+    onnx.save(m0, os.path.join(s, "model.onnx"))
+    xs = [rng.standard_normal((3, 8)).astype(np.float32) for _ in range(2)]
+    for i, xi in enumerate(xs):
+        save(xi, f"{s}/test_data_set_{i}/input_0.pb", "x")
+        save(ref(xi), f"{s}/test_data_set_{i}/output_0.pb", "y")
+        save(xi, f"{out}/sets_bad/test_data_set_{i}/input_0.pb", "x")
+        save(ref(xs[0]), f"{out}/sets_bad/test_data_set_{i}/output_0.pb", "y")
     y = ref(x)
     y[1, 2] += 0.5
     save(x, f"{d}/bad_ref/input_0.pb", "x")
