@@ -27,6 +27,8 @@ typedef struct data {
     const ipu_graph_t *g;
     cli_data_t files;        /* --inputs / --check files (n_sets 0: none) */
     ipu_tensor_t *ins;       /* inputs of the current micro-batch (owned) */
+    ipu_tensor_t *first;     /* dtypes and shapes of the first inputs made (no data) */
+    int have_first;
     int ins_set;             /* the set of files ins holds, -1: none */
     ipu_tensor_t *refs;      /* --check references (owned) */
     int *ref_set;            /* [k]: the set of files refs[k] holds, -1: none */
@@ -45,9 +47,40 @@ static void data_free(data_t *d)
     for (int k = 0; d->refs && k < d->g->n_outputs; k++)
         free(d->refs[k].data);
     free(d->ins);
+    free(d->first);
     free(d->refs);
     free(d->ref_set);
     cli_data_free(&d->files);
+}
+
+static void free_inputs(data_t *d)
+{
+    for (int k = 0; k < d->g->n_inputs; k++) {
+        free(d->ins[k].data);
+        d->ins[k].data = NULL;
+    }
+}
+
+/* Every micro-batch's inputs have the dtypes and shapes of the first: a
+ * set of files that differs is named. */
+static ipu_status_t same_shapes(data_t *d, int mb)
+{
+    char a[128], b[128];
+    for (int k = 0; k < d->g->n_inputs; k++) {
+        const ipu_tensor_t *t = &d->ins[k], *f = &d->first[k];
+        if (!d->have_first)
+            d->first[k] = (ipu_tensor_t){.dtype = t->dtype, .rank = t->rank};
+        if (!d->have_first)
+            memcpy(d->first[k].dims, t->dims, sizeof(t->dims));
+        else if (t->dtype != f->dtype || !ipu_shape_equal(t->rank, t->dims, f->rank, f->dims))
+            return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but micro-batch 0's is %s; every "
+                             "micro-batch's inputs must have the same shapes and dtypes",
+                             d->files.in[(mb % d->files.n_sets) * d->files.n_in + k], k,
+                             d->g->values[d->g->inputs[k]].name, ipu_tensor_describe(t, a, sizeof(a)),
+                             ipu_tensor_describe(f, b, sizeof(b)));
+    }
+    d->have_first = 1;
+    return IPU_OK;
 }
 
 /* warn: this rank says the warnings about the files (rank 0). */
@@ -59,23 +92,25 @@ static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t 
     d->ins_set = -1;
     d->ranks_per_replica = d->replicas = 1;
     d->ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
+    d->first = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
     d->refs = calloc((size_t)g->n_outputs + 1, sizeof(ipu_tensor_t));
     d->ref_set = malloc(((size_t)g->n_outputs + 1) * sizeof(int));
-    if (!d->ins || !d->refs || !d->ref_set)
+    if (!d->ins || !d->first || !d->refs || !d->ref_set)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; k < g->n_outputs; k++)
         d->ref_set[k] = -1;
-    if (o->inputs)
-        return cli_data_open(g, o->inputs, o->inputs_sets, o->check, warn, &d->files);
-    return IPU_OK;
-}
-
-static void free_inputs(data_t *d)
-{
-    for (int k = 0; k < d->g->n_inputs; k++) {
-        free(d->ins[k].data);
-        d->ins[k].data = NULL;
+    if (!o->inputs)
+        return IPU_OK;
+    ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->check, warn, &d->files);
+    /* sets of other shapes are found before any work (by rank 0: the
+     * start-up agreement says it) */
+    for (int s = 0; st == IPU_OK && warn && d->files.n_sets > 1 && s < d->files.n_sets && s < o->batches; s++) {
+        free_inputs(d);
+        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK)
+            st = same_shapes(d, s);
     }
+    free_inputs(d);
+    return st;
 }
 
 static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
@@ -87,7 +122,8 @@ static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
         if (set != d->ins_set) {
             free_inputs(d);
             d->ins_set = -1;
-            if ((st = cli_data_inputs(d->g, &d->files, mb, d->ins)) == IPU_OK)
+            if ((st = cli_data_inputs(d->g, &d->files, mb, d->ins)) == IPU_OK &&
+                (st = same_shapes(d, mb)) == IPU_OK)
                 d->ins_set = set;
         }
     } else {

@@ -17,6 +17,9 @@ OUT/sets/model.onnx           the mlp, with test_data_set_0 and _1 of different
 OUT/sets_bad/                 test_data_set_0 as sets/, test_data_set_1 whose
                               reference is set 0's output: passes only if set 0
                               were used for both micro-batches
+OUT/sets_shapes/              test_data_set_0 (N=3) and test_data_set_1 (N=2): an error
+OUT/dtypes/model.onnx         inputs of every .npy dtype, [2,3], each Cast to float and
+                              summed -> y; dtypes/npy/: input_K.npy, output_0.npy
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
 OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
                               (no test_data_set_0: --check has no default inputs)
@@ -89,6 +92,9 @@ def mlp():
         save(ref(xi), f"{s}/test_data_set_{i}/output_0.pb", "y")
         save(xi, f"{out}/sets_bad/test_data_set_{i}/input_0.pb", "x")
         save(ref(xs[0]), f"{out}/sets_bad/test_data_set_{i}/output_0.pb", "y")
+    save(xs[0], f"{out}/sets_shapes/test_data_set_0/input_0.pb", "x")
+    os.makedirs(f"{out}/sets_shapes/test_data_set_1", exist_ok=True)
+    np.save(f"{out}/sets_shapes/test_data_set_1/input_0.npy", x2)
     y = ref(x)
     y[1, 2] += 0.5
     save(x, f"{d}/bad_ref/input_0.pb", "x")
@@ -115,5 +121,34 @@ def two_in():
     save(np.array([2, 3], np.int64), f"{d}/test_data_set_0/output_1.pb", "shape")
 
 
+DTYPES = [(np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE), (np.float16, TensorProto.FLOAT16),
+          (np.int64, TensorProto.INT64), (np.int32, TensorProto.INT32), (np.int16, TensorProto.INT16),
+          (np.int8, TensorProto.INT8), (np.uint8, TensorProto.UINT8), (np.uint16, TensorProto.UINT16),
+          (np.uint32, TensorProto.UINT32), (np.bool_, TensorProto.BOOL)]
+
+
+def dtypes():
+    ins, nodes, xs = [], [], []
+    for i, (npt, onnxt) in enumerate(DTYPES):
+        ins.append(helper.make_tensor_value_info(f"x{i}", onnxt, [2, 3]))
+        nodes.append(helper.make_node("Cast", [f"x{i}"], [f"c{i}"], to=TensorProto.FLOAT))
+        if npt == np.bool_:
+            xs.append(rng.integers(0, 2, (2, 3)).astype(np.bool_))
+        elif np.issubdtype(npt, np.integer):
+            xs.append(rng.integers(0, 100, (2, 3)).astype(npt))
+        else:
+            xs.append(rng.standard_normal((2, 3)).astype(npt))
+    nodes.append(helper.make_node("Sum", [f"c{i}" for i in range(len(DTYPES))], ["y"]))
+    g = helper.make_graph(nodes, "dtypes", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(out, "dtypes")
+    os.makedirs(f"{d}/npy", exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for i, x in enumerate(xs):
+        np.save(f"{d}/npy/input_{i}.npy", x)
+    np.save(f"{d}/npy/output_0.npy", sum(x.astype(np.float32) for x in xs))
+
+
 mlp()
 two_in()
+dtypes()

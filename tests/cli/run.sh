@@ -2,7 +2,8 @@
 # Command-line behaviour of ipu-exec on small models with numpy references:
 # --check (pass and fail), symbolic batch, .npy inputs and references, input
 # matching by name (file and TensorProto), two files for one input and extra
-# files (warned), Fortran-order .npy, test_data_set_M per micro-batch,
+# files (warned), Fortran-order .npy, .npy of every dtype read and written,
+# test_data_set_M per micro-batch (sets of other shapes an error),
 # --save-inputs and --output-dir (pb and npy) replayed, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
@@ -73,6 +74,19 @@ grep -q "^inputs: $S/test_data_set_{0..1}: micro-batch M reads test_data_set_<M 
 expect 0 "--inputs DIR of sets, cycled over 3 micro-batches" "^check: 3 outputs of 3 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S" --check --batches 3
 expect 1 "micro-batch 1 checked against its own set" "^check: micro-batch 1 output 0 'y' float\[3,4\]: MISMATCH in .*reference $S_BAD/test_data_set_1/output_0.pb)" -- "$EXE" "$S/model.onnx" --inputs "$S_BAD" --check --batches 2
 expect 0 "--inputs test_data_set_1 itself: every micro-batch" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S/test_data_set_1" --check --batches 2
+expect 2 "test data sets of other shapes, before any work" "^ipu-exec: $W/sets_shapes/test_data_set_1/input_0.npy: input 0 'x' is float\[2,8\] but micro-batch 0's is float\[3,8\]" -- "$EXE" "$S/model.onnx" --inputs "$W/sets_shapes" --batches 2
+one_line "test data sets of other shapes"
+grep -q latency "$W/out" && fail "sets of other shapes: the model ran" || ok "sets of other shapes: nothing ran"
+# every dtype of .npy read (inputs and reference) and written (--save-inputs)
+D=$W/dtypes
+expect 0 ".npy of 11 dtypes read" "^check: 1 output of 1 micro-batch ok" -- "$EXE" "$D/model.onnx" --inputs "$D/npy" --check --save-inputs "$W/dsave" --format npy
+"$PYTHON_REF" - "$D/npy" "$W/dsave" <<'PY' && ok ".npy of 11 dtypes written as read" || fail ".npy dtypes written: $(ls "$W/dsave")"
+import sys, numpy as np
+a, b = sys.argv[1:]
+for k in range(11):
+    x, y = np.load(f"{a}/input_{k}.npy"), np.load(f"{b}/input_{k}.npy")
+    assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), (k, x.dtype, y.dtype)
+PY
 # --save-inputs with --output-dir: a replay checks every micro-batch (exact)
 expect 0 "--save-inputs and --output-dir, 2 micro-batches" "latency" -- "$EXE" "$M/model.onnx" --batches 2 --save-inputs "$W/rec" --output-dir "$W/rec"
 [ -f "$W/rec/test_data_set_1/input_0.pb" ] && [ -f "$W/rec/test_data_set_1/output_0.pb" ] && ok "test_data_set_1 has input and output" || fail "rec: $(find "$W/rec")"
@@ -237,6 +251,8 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     grep -q "^pipeline: 2 ranks = 1 replica x 2 ranks, 2 stages" "$W/out" && ok "2 stages" || fail "not 2 stages: $(cat "$W/out")"
     expect 1 "mpirun -np 2: set 1's reference for micro-batch 1" "^check: micro-batch 1 output 0 'y' float\[3,4\]: MISMATCH .*reference $S_BAD/test_data_set_1/output_0.pb)" -- mpi -np 2 "$EXE" "$S/model.onnx" --inputs "$S_BAD" --check --batches 2
     grep -q "micro-batch 0 .*MISMATCH" "$W/out" && fail "micro-batch 0 mismatched: $(cat "$W/out")" || ok "micro-batch 0 matched set 0"
+    expect 2 "mpirun -np 2: test data sets of other shapes" "^ipu-exec: $W/sets_shapes/test_data_set_1/input_0.npy: input 0 'x' is float\[2,8\]" -- mpi -np 2 "$EXE" "$S/model.onnx" --inputs "$W/sets_shapes" --batches 2
+    grep -q "lost rank" "$W/err" && fail "sets of other shapes under mpirun: $(cat "$W/err")" || ok "sets of other shapes under mpirun: no lost rank"
     # --save-inputs in a pipeline and over replicas: what one rank saves
     expect 0 "mpirun -np 2 --save-inputs" "peak RSS" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 2 --save-inputs "$W/prec" --output-dir "$W/prec"
     expect 0 "replay of the pipeline's record on one rank" "^check: 2 outputs of 2 micro-batches ok (max abs err 0)" -- "$EXE" "$M/model.onnx" --batches 2 --inputs "$W/prec" --check --atol 0 --rtol 0
