@@ -27,12 +27,14 @@ typedef struct cli_data {
 
 /* Resolve the files of DIR (--inputs, or the model's folder for --check's
  * default): DIR's own files when it holds a file of some input (and sets
- * is 0), else DIR/test_data_set_0, _1, ... up to the first missing one.
+ * is 0), else DIR/test_data_set_0, _1, ... up to the first missing one
+ * or max_sets of them (> 0; sets past the micro-batches are not read).
  * refs: also the reference outputs. warn: print the warnings (several files
  * for one tensor; a .pb/.npy file that is no input or output) and, for test
  * data sets, one "inputs:" line naming them. Errors: IPU_ERR_IO naming the
  * missing file and the names it may have. */
-ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int refs, int warn, cli_data_t *d);
+ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+                           cli_data_t *d);
 void cli_data_free(cli_data_t *d);
 /* Read the inputs of micro-batch mb into ins[0..n_inputs) (data malloc'd). */
 ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins);

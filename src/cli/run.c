@@ -101,10 +101,10 @@ static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t 
         d->ref_set[k] = -1;
     if (!o->inputs)
         return IPU_OK;
-    ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->check, warn, &d->files);
+    ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->batches, o->check, warn, &d->files);
     /* sets of other shapes are found before any work (by rank 0: the
      * start-up agreement says it) */
-    for (int s = 0; st == IPU_OK && warn && d->files.n_sets > 1 && s < d->files.n_sets && s < o->batches; s++) {
+    for (int s = 0; st == IPU_OK && warn && d->files.n_sets > 1 && s < d->files.n_sets; s++) {
         free_inputs(d);
         if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK)
             st = same_shapes(d, s);

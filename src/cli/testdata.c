@@ -181,7 +181,8 @@ static int holds_files(const ipu_graph_t *g, const char *dir)
     return 0;
 }
 
-ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int refs, int warn, cli_data_t *d)
+ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+                           cli_data_t *d)
 {
     char sub[4200];
     memset(d, 0, sizeof(*d));
@@ -192,7 +193,7 @@ ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int 
         sets = !holds_files(g, dir) && is_dir(sub);
     int n = 1;
     if (sets) {
-        for (n = 0; n < 1000000; n++) {
+        for (n = 0; n < (max_sets > 0 ? max_sets : 1000000); n++) {
             snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, n);
             if (!is_dir(sub))
                 break;
@@ -294,7 +295,7 @@ const char *cli_data_ref_path(const cli_data_t *d, int mb, int k)
 ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
 {
     cli_data_t d;
-    ipu_status_t st = cli_data_open(g, dir, 0, 0, 1, &d);
+    ipu_status_t st = cli_data_open(g, dir, 0, 1, 0, 1, &d);
     if (st == IPU_OK)
         st = cli_data_inputs(g, &d, 0, ins);
     cli_data_free(&d);

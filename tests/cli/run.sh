@@ -71,6 +71,7 @@ expect 2 "--format bogus" "--format bogus: expected pb or npy" -- "$EXE" "$M/mod
 S=$W/sets S_BAD=$W/sets_bad
 expect 0 "--check reads test_data_set_M per micro-batch" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --check --batches 2
 grep -q "^inputs: $S/test_data_set_{0..1}: micro-batch M reads test_data_set_<M mod 2>\$" "$W/out" && ok "inputs line names the sets" || fail "inputs line: $(cat "$W/out")"
+expect 0 "one micro-batch reads test_data_set_0 alone" "^inputs: $S/test_data_set_0\$" -- "$EXE" "$S/model.onnx" --check
 expect 0 "--inputs DIR of sets, cycled over 3 micro-batches" "^check: 3 outputs of 3 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S" --check --batches 3
 expect 1 "micro-batch 1 checked against its own set" "^check: micro-batch 1 output 0 'y' float\[3,4\]: MISMATCH in .*reference $S_BAD/test_data_set_1/output_0.pb)" -- "$EXE" "$S/model.onnx" --inputs "$S_BAD" --check --batches 2
 expect 0 "--inputs test_data_set_1 itself: every micro-batch" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S/test_data_set_1" --check --batches 2
