@@ -130,8 +130,9 @@ static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
         free_inputs(d);
         st = cli_synth_inputs(d->g, d->o->seed + (unsigned)mb, d->o->micro_batch, d->ins);
     }
-    /* --save-inputs: micro-batch mb's inputs, once, by the rank that feeds
-     * them (every rank makes micro-batch 0's for the shapes) */
+    /* --save-inputs: micro-batch mb's inputs, by the first rank of its
+     * replica, which feeds them (every rank makes micro-batch 0's for the
+     * shapes; only rank 0 saves those) */
     if (st == IPU_OK && d->o->save_inputs && d->rank == (mb % d->replicas) * d->ranks_per_replica)
         for (int k = 0; k < d->g->n_inputs && st == IPU_OK; k++)
             st = cli_write_tensor("--save-inputs", d->o->save_inputs, d->o->format, d->o->batches, mb, "input",
