@@ -19,12 +19,12 @@
 enum { OPT_TEXT = 24, MODEL_TEXT = 192, MSG_TEXT = 640 };
 
 /* The options every rank must share: they decide the plan, the schedule
- * and what is checked. Paths (--inputs, --output-dir) may differ between
+ * and what is checked. Paths (--inputs, --output-dir, --save-inputs) may differ between
  * hosts and are not compared. */
 static const char *const opt_names[] = {
     "--batches", "--warmup", "--micro-batch", "--replicas", "--ipus-per-rank", "--credits",
     "--transport", "--timeout", "--ipu-memory", "--threads", "--check", "--rtol", "--atol",
-    "--seed", "--bind", "--profile",
+    "--seed", "--bind", "--profile", "--format",
 };
 enum { N_OPTS = sizeof(opt_names) / sizeof(opt_names[0]) };
 
@@ -55,6 +55,7 @@ static void opt_texts(const cli_opts_t *o, char t[N_OPTS][OPT_TEXT])
     snprintf(t[i++], OPT_TEXT, "%u", o->seed);
     snprintf(t[i++], OPT_TEXT, "%s", o->bind ? "cores" : "none");
     snprintf(t[i++], OPT_TEXT, "%s", o->sopts.profile ? "on" : "off");
+    snprintf(t[i++], OPT_TEXT, "%s", o->format ? "npy" : "pb");
 }
 
 /* FNV-1a over the file's size and 16 blocks of 64 KiB spread over it (the

@@ -13,6 +13,10 @@
 /* Options of a run. */
 typedef struct cli_opts {
     const char *model, *inputs, *output_dir;
+    const char *save_inputs;   /* --save-inputs DIR */
+    int format;                /* --format: cli_format_t of the files written */
+    int inputs_sets;           /* inputs is the model's folder, read as its
+                                * test_data_set_M (--check's default) */
     int check, batches, threads, warmup, micro_batch;
     int replicas, ipus_per_rank, credits;
     ipu_transport_kind_t transport;

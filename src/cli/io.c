@@ -11,70 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int file_exists(const char *p)
-{
-    return access(p, R_OK) == 0;
-}
-
-static ipu_status_t read_one(const char *dir, int k, ipu_tensor_t *t, char **name)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/input_%d.pb", dir, k);
-    if (file_exists(path))
-        return ipu_tensorproto_read(path, t, name);
-    snprintf(path, sizeof(path), "%s/input_%d.npy", dir, k);
-    if (file_exists(path)) {
-        *name = NULL;
-        return ipu_npy_read(path, t);
-    }
-    return ipu_error(IPU_ERR_IO, "%s/input_%d.pb (or .npy): no such file; --inputs needs one "
-                     "file per model input", dir, k);
-}
-
-ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
-{
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return ipu_error(IPU_ERR_IO, "--inputs %s: not a directory", dir);
-    ipu_tensor_t tmp[g->n_inputs + 1];
-    char *names[g->n_inputs + 1];
-    int k, placed[g->n_inputs + 1]; /* never set: inputs are unique by name */
-    ipu_status_t st = IPU_OK;
-    memset(tmp, 0, sizeof(tmp));
-    memset(placed, 0, sizeof(placed));
-    for (k = 0; k < g->n_inputs; k++)
-        names[k] = NULL;
-    for (k = 0; k < g->n_inputs; k++) {
-        if ((st = read_one(dir, k, &tmp[k], &names[k])) != IPU_OK)
-            break;
-    }
-    if (st == IPU_OK) {
-        /* by name where the names match graph inputs, else by position */
-        int by_name = 1;
-        for (k = 0; k < g->n_inputs && by_name; k++) {
-            int found = 0;
-            for (int j = 0; j < g->n_inputs; j++)
-                if (names[k] && strcmp(names[k], g->values[g->inputs[j]].name) == 0 && !placed[j])
-                    found = 1;
-            by_name = found;
-        }
-        for (k = 0; k < g->n_inputs; k++) {
-            int dst = k;
-            if (by_name)
-                for (int j = 0; j < g->n_inputs; j++)
-                    if (strcmp(names[k], g->values[g->inputs[j]].name) == 0)
-                        dst = j;
-            ins[dst] = tmp[k];
-            tmp[k].data = NULL;
-        }
-    }
-    for (int j = 0; j < g->n_inputs; j++) {
-        free(tmp[j].data);
-        free(names[j]);
-    }
-    return st;
-}
-
 /* xorshift64*: reproducible synthetic data */
 static uint64_t rnd(uint64_t *s)
 {
@@ -149,25 +85,13 @@ static void index_string(const ipu_tensor_t *t, int64_t flat, char *buf, size_t 
         snprintf(buf + off, len - off, "]");
 }
 
-ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *refs)
-{
-    for (int k = 0; k < g->n_outputs; k++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/output_%d.pb", dir, k);
-        ipu_status_t st = ipu_tensorproto_read(path, &refs[k], NULL);
-        if (st != IPU_OK)
-            return ipu_error(st, "--check: %s", ipu_error_message());
-    }
-    return IPU_OK;
-}
-
 ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
-                              const ipu_tensor_t *ref, double rtol, double atol, double *max_abs_out)
+                              const ipu_tensor_t *ref, const char *ref_path, double rtol, double atol, double *max_abs_out)
 {
     char a[256], b[256];
     if (!ipu_shape_equal(got->rank, got->dims, ref->rank, ref->dims)) {
-        printf("check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH\n", mb, k, name,
-               ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)));
+        printf("check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH (%s)\n", mb, k, name,
+               ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)), ref_path);
         return IPU_ERR_MISMATCH;
     }
     int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
@@ -198,15 +122,15 @@ ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, cons
     }
     index_string(got, worst, b, sizeof(b));
     printf("check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
-           "got %.9g, want %.9g (rtol %g, atol %g)\n", mb, k, name,
+           "got %.9g, want %.9g (rtol %g, atol %g; reference %s)\n", mb, k, name,
            ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
            ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
-           ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol);
+           ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol, ref_path);
     return IPU_ERR_MISMATCH;
 }
 
 /* mkdir -p */
-static ipu_status_t make_dir(const char *dir)
+static ipu_status_t make_dir(const char *opt, const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s", dir);
@@ -215,41 +139,46 @@ static ipu_status_t make_dir(const char *dir)
             continue;
         *p = '\0';
         if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return ipu_error(IPU_ERR_IO, "--output-dir %s: %s: %s", dir, path, strerror(errno));
+            return ipu_error(IPU_ERR_IO, "%s %s: %s: %s", opt, dir, path, strerror(errno));
         *p = '/';
     }
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+        return ipu_error(IPU_ERR_IO, "%s %s: %s", opt, dir, strerror(errno));
     return IPU_OK;
 }
 
-ipu_status_t cli_check_output_dir(const char *dir)
+ipu_status_t cli_check_output_dir(const char *opt, const char *dir)
 {
     struct stat sb;
-    ipu_status_t st = make_dir(dir);
+    ipu_status_t st = make_dir(opt, dir);
     if (st != IPU_OK)
         return st;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return ipu_error(IPU_ERR_IO, "--output-dir %s: not a directory", dir);
+        return ipu_error(IPU_ERR_IO, "%s %s: not a directory", opt, dir);
     if (access(dir, W_OK | X_OK) != 0)
-        return ipu_error(IPU_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+        return ipu_error(IPU_ERR_IO, "%s %s: %s", opt, dir, strerror(errno));
     return IPU_OK;
 }
 
-ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,
-                              const ipu_tensor_t *t)
+ipu_status_t cli_write_tensor(const char *opt, const char *dir, cli_format_t fmt, int n_batches, int mb,
+                              const char *kind, int k, const char *name, const ipu_tensor_t *t)
 {
     char sub[4096], path[4200];
-    ipu_status_t st = make_dir(dir);
+    ipu_status_t st = make_dir(opt, dir);
     if (st != IPU_OK)
         return st;
     if (n_batches > 1) {
         snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, mb);
-        if ((st = make_dir(sub)) != IPU_OK)
+        if ((st = make_dir(opt, sub)) != IPU_OK)
             return st;
     } else {
         snprintf(sub, sizeof(sub), "%s", dir);
     }
-    snprintf(path, sizeof(path), "%s/output_%d.pb", sub, k);
-    return ipu_tensorproto_write(path, t, name);
+    snprintf(path, sizeof(path), "%s/%s_%d.%s", sub, kind, k, fmt == CLI_FORMAT_NPY ? "npy" : "pb");
+    if (fmt == CLI_FORMAT_PB)
+        return ipu_tensorproto_write(path, t, name);
+    st = ipu_npy_write(path, t);
+    if (st == IPU_ERR_UNSUPPORTED)
+        return ipu_error(st, "%s: %s; use --format pb", opt, ipu_error_message());
+    return st;
 }

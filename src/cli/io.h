@@ -6,10 +6,45 @@
 
 #include "graph/ir.h"
 
-/* Read DIR/input_<k>.pb (or .npy) for each graph input k into ins[k]
- * (data malloc'd). A TensorProto whose name matches a graph input goes to
- * that input; otherwise files are taken in order. Errors: IPU_ERR_IO (missing
- * file), IPU_ERR_INPUT. */
+/* Formats of the files written by --output-dir and --save-inputs. */
+typedef enum { CLI_FORMAT_PB, CLI_FORMAT_NPY } cli_format_t;
+
+/* The test data of a run (cli/testdata.c): the file of each input and
+ * reference output of each set. A directory holds tensor k as KIND_k.pb
+ * (onnx.TensorProto), KIND_k.npy, NAME.pb or NAME.npy (KIND: input or
+ * output; NAME: the graph input's or output's name); when several exist the
+ * first of that order is used and a warning names them all. Micro-batch m
+ * reads set m % n_sets. */
+typedef struct cli_data {
+    int n_sets;      /* 1 when the directory itself holds the files */
+    int sets;        /* the sets are DIR/test_data_set_0 .. n_sets-1 */
+    int n_in, n_out;
+    char **in;       /* [set * n_in + k]: the file of input k */
+    char **ref;      /* [set * n_out + k]: the file of output k's reference (refs) */
+    int *reorder;    /* [set]: every input is input_k.pb: TensorProto names
+                      * that are the graph inputs' place them */
+} cli_data_t;
+
+/* Resolve the files of DIR (--inputs, or the model's folder for --check's
+ * default): DIR's own files when it holds a file of some input (and sets
+ * is 0), else DIR/test_data_set_0, _1, ... up to the first missing one
+ * or max_sets of them (> 0; sets past the micro-batches are not read).
+ * refs: also the reference outputs. warn: print the warnings (several files
+ * for one tensor; a .pb/.npy file that is no input or output) and, for test
+ * data sets, one "inputs:" line naming them. Errors: IPU_ERR_IO naming the
+ * missing file and the names it may have. */
+ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+                           cli_data_t *d);
+void cli_data_free(cli_data_t *d);
+/* Read the inputs of micro-batch mb into ins[0..n_inputs) (data malloc'd). */
+ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins);
+/* Read the reference of output k of micro-batch mb (data malloc'd); its path. */
+ipu_status_t cli_data_ref(const cli_data_t *d, int mb, int k, ipu_tensor_t *ref);
+const char *cli_data_ref_path(const cli_data_t *d, int mb, int k);
+/* Read a .npy (by its extension) or onnx.TensorProto file; *name (malloc'd,
+ * NULL for .npy) is the TensorProto's name when name is not NULL. */
+ipu_status_t cli_read_tensor(const char *path, ipu_tensor_t *t, char **name);
+/* The inputs of DIR's first set (see cli_data_open) into ins (plan). */
 ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins);
 
 /* Make seeded synthetic inputs of the declared shapes (a symbolic first
@@ -18,22 +53,22 @@ ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t
  * the gathered dimension, other integers in [0, 10). */
 ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins);
 
-/* Read DIR/output_<k>.pb for every graph output into refs[k] (malloc'd). */
-ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *refs);
-
-/* Compare output k of micro-batch mb with ref as numpy.allclose(rtol, atol).
- * Prints one line when verbose or on a mismatch (the count of bad elements
- * and the worst one); raises *max_abs to the largest |got - want|. Returns
+/* Compare output k of micro-batch mb with ref (read from ref_path) as
+ * numpy.allclose(rtol, atol). Prints one line when verbose or on a mismatch
+ * (the count of bad elements, the worst one, the reference file); raises *max_abs to the largest |got - want|. Returns
  * IPU_ERR_MISMATCH on a mismatch (no message recorded). */
 ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
-                              const ipu_tensor_t *ref, double rtol, double atol, double *max_abs);
+                              const ipu_tensor_t *ref, const char *ref_path, double rtol, double atol, double *max_abs);
 
-/* Make --output-dir DIR (mkdir -p) and check that it is a writable
- * directory, before any work: IPU_ERR_IO naming it otherwise. */
-ipu_status_t cli_check_output_dir(const char *dir);
-/* Write output k of micro-batch mb as DIR/output_<k>.pb (one micro-batch)
- * or DIR/test_data_set_<mb>/output_<k>.pb (several). */
-ipu_status_t cli_write_output(const char *dir, int n_batches, int mb, int k, const char *name,
-                              const ipu_tensor_t *t);
+/* Make the directory DIR of option opt (--output-dir, --save-inputs;
+ * mkdir -p) and check that it is writable, before any work: IPU_ERR_IO
+ * naming both otherwise. */
+ipu_status_t cli_check_output_dir(const char *opt, const char *dir);
+/* Write tensor k of micro-batch mb (kind "input" or "output", graph name
+ * name) for option opt as DIR/KIND_<k>.pb (or .npy: fmt) for one
+ * micro-batch, or DIR/test_data_set_<mb>/KIND_<k>.pb for several: the
+ * layout that --inputs and --check read. */
+ipu_status_t cli_write_tensor(const char *opt, const char *dir, cli_format_t fmt, int n_batches, int mb,
+                              const char *kind, int k, const char *name, const ipu_tensor_t *t);
 
 #endif

@@ -1,6 +1,7 @@
 /* The options of a run: the --help text and the parser that fills
  * cli_opts_t (cli.h). */
 #include "cli/cli.h"
+#include "cli/io.h"
 
 #include "exec/ops/registry.h"
 #include "graph/load.h"
@@ -23,8 +24,11 @@ static void usage(FILE *f)
 "latency and throughput.\n"
 "\n"
 "Inputs and outputs:\n"
-"  --inputs DIR        read input_N.pb (onnx.TensorProto) or input_N.npy from DIR\n"
-"                      (an ONNX test-data directory); default: seeded synthetic\n"
+"  --inputs DIR        read the inputs from DIR: input_N.pb (onnx.TensorProto),\n"
+"                      input_N.npy, NAME.pb or NAME.npy (NAME: the input's\n"
+"                      name) for every micro-batch; or, when DIR holds no such\n"
+"                      file but test_data_set_0/, 1/, ..., micro-batch M reads\n"
+"                      test_data_set_<M mod sets>/. Default: seeded synthetic\n"
 "                      inputs of the model's shapes (symbolic dimensions = 1)\n"
 "  --seed N            seed of the synthetic inputs (default 0); micro-batch M\n"
 "                      uses seed N+M\n"
@@ -33,10 +37,16 @@ static void usage(FILE *f)
 "                      whose batch dimension is fixed takes only that size\n"
 "  --output-dir DIR    write the outputs as DIR/output_N.pb, or with --batches\n"
 "                      > 1 as DIR/test_data_set_M/output_N.pb per micro-batch M\n"
-"  --check             compare the outputs with output_N.pb in the --inputs DIR\n"
+"  --save-inputs DIR   write the inputs used (read or synthetic) the same way,\n"
+"                      as input_N.pb: with the outputs, --inputs for a replay\n"
+"  --format pb|npy     files written by --output-dir and --save-inputs:\n"
+"                      onnx.TensorProto (default) or .npy\n"
+"  --check             compare each micro-batch's outputs with output_N.pb (or\n"
+"                      output_N.npy, NAME.pb, NAME.npy) of the files it read\n"
 "                      (numpy.allclose); exit 1 and print the worst element on\n"
-"                      a mismatch. Without --inputs: test_data_set_0/ next to\n"
-"                      the model (the ONNX test-data layout), if there is one\n"
+"                      a mismatch. Without --inputs: the test_data_set_M/ next\n"
+"                      to the model (the ONNX test-data layout), if there are\n"
+"                      any; micro-batch M reads test_data_set_<M mod sets>/\n"
 "  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
 "\n"
 "Execution:\n"
@@ -97,11 +107,13 @@ static void list_ops(void)
 /* getopt_long values of the long options without a short form */
 enum { O_INPUTS = 256, O_OUTDIR, O_CHECK, O_BATCHES, O_THREADS, O_MEM, O_SEED,
        O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE, O_MB, O_REPLICAS, O_K,
-       O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND };
+       O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND, O_SAVE_INPUTS, O_FORMAT };
 static const struct option longopts[] = {
     {"inputs", required_argument, NULL, O_INPUTS},
     {"output-dir", required_argument, NULL, O_OUTDIR},
     {"check", no_argument, NULL, O_CHECK},
+    {"save-inputs", required_argument, NULL, O_SAVE_INPUTS},
+    {"format", required_argument, NULL, O_FORMAT},
     {"batches", required_argument, NULL, O_BATCHES},
     {"warmup", required_argument, NULL, O_WARMUP},
     {"threads", required_argument, NULL, O_THREADS},
@@ -132,6 +144,15 @@ static int option(int c, char **argv, cli_opts_t *o)
     case O_INPUTS: o->inputs = optarg; break;
     case O_OUTDIR: o->output_dir = optarg; break;
     case O_CHECK: o->check = 1; break;
+    case O_SAVE_INPUTS: o->save_inputs = optarg; break;
+    case O_FORMAT:
+        if (strcmp(optarg, "pb") == 0)
+            o->format = CLI_FORMAT_PB;
+        else if (strcmp(optarg, "npy") == 0)
+            o->format = CLI_FORMAT_NPY;
+        else
+            return cli_usage_error("--format %s: expected pb or npy", optarg);
+        break;
     case O_PROFILE: o->sopts.profile = 1; break;
     case O_MB:
         if (cli_parse_int(optarg, 1, &o->micro_batch))
@@ -215,26 +236,23 @@ static int option(int c, char **argv, cli_opts_t *o)
 }
 
 /* --check without --inputs: the ONNX test-data layout, MODEL_DIR/model.onnx
- * and MODEL_DIR/test_data_set_0/{input,output}_N.pb. Returns -1 to go on,
- * else the exit code. */
+ * and MODEL_DIR/test_data_set_M/{input,output}_N.pb, read as micro-batch
+ * M's (run.c names them). Returns -1 to go on, else the exit code. */
 static int default_inputs(cli_opts_t *o)
 {
-    static char dir[4096];
-    char copy[4096];
+    static char parent[4096];
+    char dir[4200], copy[4096];
     struct stat sb;
     snprintf(copy, sizeof(copy), "%s", o->model);
-    const char *parent = strchr(o->model, '/') ? dirname(copy) : NULL;
-    snprintf(dir, sizeof(dir), "%s%stest_data_set_0", parent ? parent : "",
-             parent && strcmp(parent, "/") != 0 ? "/" : "");
+    snprintf(parent, sizeof(parent), "%s", strchr(o->model, '/') ? dirname(copy) : ".");
+    snprintf(dir, sizeof(dir), "%s%stest_data_set_0", strchr(o->model, '/') ? parent : "",
+             strchr(o->model, '/') && strcmp(parent, "/") != 0 ? "/" : "");
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return cli_usage_error("--check needs --inputs DIR holding the reference output_N.pb, or "
                                "the ONNX test-data layout (a test_data_set_0/ directory next to "
                                "the model); there is no %s", dir);
-    o->inputs = dir;
-    if (cli_launcher_rank() <= 0) {
-        printf("inputs: %s\n", dir);
-        fflush(stdout);
-    }
+    o->inputs = parent;
+    o->inputs_sets = 1;
     return -1;
 }
 

@@ -1,7 +1,9 @@
 /* Running a model: on one IPU of this process (cli_run_single) or as a
  * pipeline over the MPI job (cli_run_pipeline). Both take micro-batch m's
- * inputs from --inputs DIR or synthesise them with seed + m, and hand every
- * output to --output-dir and --check. */
+ * inputs from --inputs DIR (its test_data_set_<m mod sets> when it holds
+ * such sets) or synthesise them with seed + m, save them for --save-inputs,
+ * and hand every output to --output-dir and to --check (against the
+ * reference of the same set). */
 #include "cli/cli.h"
 #include "cli/io.h"
 #include "common/log.h"
@@ -23,13 +25,19 @@ enum { PROFILE_NODES = 10 };
 typedef struct data {
     const cli_opts_t *o;
     const ipu_graph_t *g;
+    cli_data_t files;        /* --inputs / --check files (n_sets 0: none) */
     ipu_tensor_t *ins;       /* inputs of the current micro-batch (owned) */
-    int loaded;              /* --inputs read (they serve every micro-batch) */
+    ipu_tensor_t *first;     /* dtypes and shapes of the first inputs made (no data) */
+    int have_first;
+    int ins_set;             /* the set of files ins holds, -1: none */
     ipu_tensor_t *refs;      /* --check references (owned) */
+    int *ref_set;            /* [k]: the set of files refs[k] holds, -1: none */
     long mismatches, checked;
     double max_abs;
     int pipelined;           /* under the pipeline: no per-output "ok" line (it
                               * would come before rank 0's plan) */
+    int rank, ranks_per_replica, replicas; /* who saves micro-batch m's inputs:
+                              * the first rank of its replica */
 } data_t;
 
 static void data_free(data_t *d)
@@ -39,21 +47,70 @@ static void data_free(data_t *d)
     for (int k = 0; d->refs && k < d->g->n_outputs; k++)
         free(d->refs[k].data);
     free(d->ins);
+    free(d->first);
     free(d->refs);
+    free(d->ref_set);
+    cli_data_free(&d->files);
 }
 
-static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t *g)
+static void free_inputs(data_t *d)
+{
+    for (int k = 0; k < d->g->n_inputs; k++) {
+        free(d->ins[k].data);
+        d->ins[k].data = NULL;
+    }
+}
+
+/* Every micro-batch's inputs have the dtypes and shapes of the first: a
+ * set of files that differs is named. */
+static ipu_status_t same_shapes(data_t *d, int mb)
+{
+    char a[128], b[128];
+    for (int k = 0; k < d->g->n_inputs; k++) {
+        const ipu_tensor_t *t = &d->ins[k], *f = &d->first[k];
+        if (!d->have_first)
+            d->first[k] = (ipu_tensor_t){.dtype = t->dtype, .rank = t->rank};
+        if (!d->have_first)
+            memcpy(d->first[k].dims, t->dims, sizeof(t->dims));
+        else if (t->dtype != f->dtype || !ipu_shape_equal(t->rank, t->dims, f->rank, f->dims))
+            return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but micro-batch 0's is %s; every "
+                             "micro-batch's inputs must have the same shapes and dtypes",
+                             d->files.in[(mb % d->files.n_sets) * d->files.n_in + k], k,
+                             d->g->values[d->g->inputs[k]].name, ipu_tensor_describe(t, a, sizeof(a)),
+                             ipu_tensor_describe(f, b, sizeof(b)));
+    }
+    d->have_first = 1;
+    return IPU_OK;
+}
+
+/* warn: this rank says the warnings about the files (rank 0). */
+static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t *g, int warn)
 {
     memset(d, 0, sizeof(*d));
     d->o = o;
     d->g = g;
+    d->ins_set = -1;
+    d->ranks_per_replica = d->replicas = 1;
     d->ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
+    d->first = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
     d->refs = calloc((size_t)g->n_outputs + 1, sizeof(ipu_tensor_t));
-    if (!d->ins || !d->refs)
+    d->ref_set = malloc(((size_t)g->n_outputs + 1) * sizeof(int));
+    if (!d->ins || !d->first || !d->refs || !d->ref_set)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    if (o->check)
-        return cli_read_refs(g, o->inputs, d->refs);
-    return IPU_OK;
+    for (int k = 0; k < g->n_outputs; k++)
+        d->ref_set[k] = -1;
+    if (!o->inputs)
+        return IPU_OK;
+    ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->batches, o->check, warn, &d->files);
+    /* sets of other shapes are found before any work (by rank 0: the
+     * start-up agreement says it) */
+    for (int s = 0; st == IPU_OK && warn && d->files.n_sets > 1 && s < d->files.n_sets; s++) {
+        free_inputs(d);
+        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK)
+            st = same_shapes(d, s);
+    }
+    free_inputs(d);
+    return st;
 }
 
 static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
@@ -61,16 +118,25 @@ static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
     data_t *d = arg;
     ipu_status_t st = IPU_OK;
     if (d->o->inputs) {
-        if (!d->loaded)
-            st = cli_read_inputs(d->g, d->o->inputs, d->ins);
-        d->loaded = st == IPU_OK;
-    } else {
-        for (int k = 0; k < d->g->n_inputs; k++) {
-            free(d->ins[k].data);
-            d->ins[k].data = NULL;
+        int set = mb % d->files.n_sets;
+        if (set != d->ins_set) {
+            free_inputs(d);
+            d->ins_set = -1;
+            if ((st = cli_data_inputs(d->g, &d->files, mb, d->ins)) == IPU_OK &&
+                (st = same_shapes(d, mb)) == IPU_OK)
+                d->ins_set = set;
         }
+    } else {
+        free_inputs(d);
         st = cli_synth_inputs(d->g, d->o->seed + (unsigned)mb, d->o->micro_batch, d->ins);
     }
+    /* --save-inputs: micro-batch mb's inputs, by the first rank of its
+     * replica, which feeds them (every rank makes micro-batch 0's for the
+     * shapes; only rank 0 saves those) */
+    if (st == IPU_OK && d->o->save_inputs && d->rank == (mb % d->replicas) * d->ranks_per_replica)
+        for (int k = 0; k < d->g->n_inputs && st == IPU_OK; k++)
+            st = cli_write_tensor("--save-inputs", d->o->save_inputs, d->o->format, d->o->batches, mb, "input",
+                                  k, d->g->values[d->g->inputs[k]].name, &d->ins[k]);
     if (st == IPU_OK)
         memcpy(out, d->ins, (size_t)d->g->n_inputs * sizeof(ipu_tensor_t));
     return st;
@@ -81,14 +147,25 @@ static ipu_status_t take_output(void *arg, int mb, int k, const ipu_tensor_t *t)
     data_t *d = arg;
     const char *name = d->g->values[d->g->outputs[k]].name;
     if (d->o->output_dir) {
-        ipu_status_t st = cli_write_output(d->o->output_dir, d->o->batches, mb, k, name, t);
+        ipu_status_t st = cli_write_tensor("--output-dir", d->o->output_dir, d->o->format, d->o->batches, mb,
+                                           "output", k, name, t);
         if (st != IPU_OK)
             return st;
     }
     if (d->o->check) {
+        int set = mb % d->files.n_sets;
+        if (d->ref_set[k] != set) {
+            free(d->refs[k].data);
+            d->refs[k].data = NULL;
+            d->ref_set[k] = -1;
+            ipu_status_t st = cli_data_ref(&d->files, mb, k, &d->refs[k]);
+            if (st != IPU_OK)
+                return st;
+            d->ref_set[k] = set;
+        }
         d->checked++;
-        if (cli_check_output(name, k, mb, mb == 0 && !d->pipelined, t, &d->refs[k], d->o->rtol, d->o->atol,
-                             &d->max_abs) != IPU_OK)
+        if (cli_check_output(name, k, mb, mb == 0 && !d->pipelined, t, &d->refs[k],
+                             cli_data_ref_path(&d->files, mb, k), d->o->rtol, d->o->atol, &d->max_abs) != IPU_OK)
             d->mismatches++;
     }
     return IPU_OK;
@@ -164,7 +241,9 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
         so.core = b.pu[0];
         so.n_cpus = ipu_binding_cpus(&b, 0, so.cpus, IPU_DEVICE_MAX_CPUS);
     }
-    ipu_status_t st = o->output_dir ? cli_check_output_dir(o->output_dir) : IPU_OK;
+    ipu_status_t st = o->output_dir ? cli_check_output_dir("--output-dir", o->output_dir) : IPU_OK;
+    if (st == IPU_OK && o->save_inputs)
+        st = cli_check_output_dir("--save-inputs", o->save_inputs);
     if (st == IPU_OK)
         st = ipu_session_open(o->model, &so, &s);
     if (st != IPU_OK)
@@ -186,7 +265,7 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         goto out;
     }
-    if ((st = data_init(&d, o, g)) != IPU_OK || (st = make_inputs(&d, 0, ins)) != IPU_OK ||
+    if ((st = data_init(&d, o, g, 1)) != IPU_OK || (st = make_inputs(&d, 0, ins)) != IPU_OK ||
         (st = ipu_session_prepare(s, ins, g->n_inputs)) != IPU_OK)
         goto out;
     int folded = 0;
@@ -276,9 +355,16 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     if (st == IPU_OK)
         st = check_micro_batch(o, g);
     if (st == IPU_OK)
-        st = data_init(&d, o, g);
+        st = data_init(&d, o, g, rank == 0);
     if (st == IPU_OK && o->output_dir)
-        st = cli_check_output_dir(o->output_dir);
+        st = cli_check_output_dir("--output-dir", o->output_dir);
+    if (st == IPU_OK && o->save_inputs)
+        st = cli_check_output_dir("--save-inputs", o->save_inputs);
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    d.rank = rank;
+    d.replicas = o->replicas;
+    d.ranks_per_replica = world / (o->replicas > 0 ? o->replicas : 1);
     if ((st = cli_agree_startup(o, rank, st, 0)) != IPU_OK)
         goto out;
     ipu_pipeline_params_t pp;

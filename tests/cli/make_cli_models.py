@@ -7,6 +7,19 @@ OUT/mlp/wrong_dtype/          input_0.pb of float64
 OUT/mlp/wrong_shape/          input_0.pb of shape [3,9]
 OUT/mlp/npy/                  input_0.npy (N=2), output_0.pb
 OUT/mlp/bad_ref/              input_0.pb, output_0.pb perturbed in one element
+OUT/mlp/npy_ref/              input_0.npy, output_0.npy (the reference as .npy)
+OUT/mlp/by_name/              x.npy, y.npy: input and reference by the graph names
+OUT/mlp/both/                 input_0.pb and input_0.npy (different data; output_0.pb
+                              is that of the .pb), and an extra input_1.pb
+OUT/mlp/fortran/              input_0.npy saved in Fortran order (an error)
+OUT/sets/model.onnx           the mlp, with test_data_set_0 and _1 of different
+                              inputs (N=3) and outputs
+OUT/sets_bad/                 test_data_set_0 as sets/, test_data_set_1 whose
+                              reference is set 0's output: passes only if set 0
+                              were used for both micro-batches
+OUT/sets_shapes/              test_data_set_0 (N=3) and test_data_set_1 (N=2): an error
+OUT/dtypes/model.onnx         inputs of every .npy dtype, [2,3], each Cast to float and
+                              summed -> y; dtypes/npy/: input_K.npy, output_0.npy
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
 OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
                               (no test_data_set_0: --check has no default inputs)
@@ -43,6 +56,7 @@ def mlp():
     d = os.path.join(out, "mlp")
     os.makedirs(d, exist_ok=True)
     onnx.save(m, os.path.join(d, "model.onnx"))
+    m0 = onnx.load(os.path.join(d, "model.onnx"))
     for v in list(m.graph.input) + list(m.graph.output):
         v.type.tensor_type.shape.dim[0].dim_value = 1
     os.makedirs(os.path.join(out, "fixed"), exist_ok=True)
@@ -57,6 +71,30 @@ def mlp():
     os.makedirs(f"{d}/npy", exist_ok=True)
     np.save(f"{d}/npy/input_0.npy", x2)
     save(ref(x2), f"{d}/npy/output_0.pb", "y")
+    os.makedirs(f"{d}/npy_ref", exist_ok=True)
+    np.save(f"{d}/npy_ref/input_0.npy", x2)
+    np.save(f"{d}/npy_ref/output_0.npy", ref(x2))
+    os.makedirs(f"{d}/by_name", exist_ok=True)
+    np.save(f"{d}/by_name/x.npy", x2)
+    np.save(f"{d}/by_name/y.npy", ref(x2))
+    save(x, f"{d}/both/input_0.pb", "x")
+    np.save(f"{d}/both/input_0.npy", x2)
+    save(ref(x), f"{d}/both/output_0.pb", "y")
+    save(x, f"{d}/both/input_1.pb", "x")
+    os.makedirs(f"{d}/fortran", exist_ok=True)
+    np.save(f"{d}/fortran/input_0.npy", np.asfortranarray(x))
+    s = os.path.join(out, "sets")
+    os.makedirs(s, exist_ok=True)
+    onnx.save(m0, os.path.join(s, "model.onnx"))
+    xs = [rng.standard_normal((3, 8)).astype(np.float32) for _ in range(2)]
+    for i, xi in enumerate(xs):
+        save(xi, f"{s}/test_data_set_{i}/input_0.pb", "x")
+        save(ref(xi), f"{s}/test_data_set_{i}/output_0.pb", "y")
+        save(xi, f"{out}/sets_bad/test_data_set_{i}/input_0.pb", "x")
+        save(ref(xs[0]), f"{out}/sets_bad/test_data_set_{i}/output_0.pb", "y")
+    save(xs[0], f"{out}/sets_shapes/test_data_set_0/input_0.pb", "x")
+    os.makedirs(f"{out}/sets_shapes/test_data_set_1", exist_ok=True)
+    np.save(f"{out}/sets_shapes/test_data_set_1/input_0.npy", x2)
     y = ref(x)
     y[1, 2] += 0.5
     save(x, f"{d}/bad_ref/input_0.pb", "x")
@@ -83,5 +121,34 @@ def two_in():
     save(np.array([2, 3], np.int64), f"{d}/test_data_set_0/output_1.pb", "shape")
 
 
+DTYPES = [(np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE), (np.float16, TensorProto.FLOAT16),
+          (np.int64, TensorProto.INT64), (np.int32, TensorProto.INT32), (np.int16, TensorProto.INT16),
+          (np.int8, TensorProto.INT8), (np.uint8, TensorProto.UINT8), (np.uint16, TensorProto.UINT16),
+          (np.uint32, TensorProto.UINT32), (np.bool_, TensorProto.BOOL)]
+
+
+def dtypes():
+    ins, nodes, xs = [], [], []
+    for i, (npt, onnxt) in enumerate(DTYPES):
+        ins.append(helper.make_tensor_value_info(f"x{i}", onnxt, [2, 3]))
+        nodes.append(helper.make_node("Cast", [f"x{i}"], [f"c{i}"], to=TensorProto.FLOAT))
+        if npt == np.bool_:
+            xs.append(rng.integers(0, 2, (2, 3)).astype(np.bool_))
+        elif np.issubdtype(npt, np.integer):
+            xs.append(rng.integers(0, 100, (2, 3)).astype(npt))
+        else:
+            xs.append(rng.standard_normal((2, 3)).astype(npt))
+    nodes.append(helper.make_node("Sum", [f"c{i}" for i in range(len(DTYPES))], ["y"]))
+    g = helper.make_graph(nodes, "dtypes", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(out, "dtypes")
+    os.makedirs(f"{d}/npy", exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for i, x in enumerate(xs):
+        np.save(f"{d}/npy/input_{i}.npy", x)
+    np.save(f"{d}/npy/output_0.npy", sum(x.astype(np.float32) for x in xs))
+
+
 mlp()
 two_in()
+dtypes()

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Command-line behaviour of ipu-exec on small models with numpy references:
-# --check (pass and fail), symbolic batch, .npy inputs, input matching by
-# name, --output-dir round trip, bad inputs, memory capacity, mpirun -np 1;
+# --check (pass and fail), symbolic batch, .npy inputs and references, input
+# matching by name (file and TensorProto), two files for one input and extra
+# files (warned), Fortran-order .npy, .npy of every dtype read and written,
+# test_data_set_M per micro-batch (sets of other shapes an error),
+# --save-inputs and --output-dir (pb and npy) replayed, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
 # info's CPU and oneDNN ISA (at least AVX2 where the CPU has it);
@@ -9,7 +12,8 @@
 # info --config and docs/settings.md, a warning for an invalid setting;
 # plan: --stages against --ipus-per-rank, annotations against --stages,
 # --write and --output-dir checked before any work;
-# under mpirun: usage errors said once, --replicas without --batches, the
+# under mpirun: test_data_set_M per micro-batch through a 2-stage pipeline,
+# --save-inputs there and over replicas, usage errors said once, --replicas without --batches, the
 # start-up agreement (one rank's error, different models or options).
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
@@ -47,6 +51,60 @@ expect 0 "inputs matched by name, two outputs, int64 output" "output 1 'shape' i
 expect 0 "output-dir" "latency" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --output-dir "$W/o"
 cp "$M/test_data_set_0/input_0.pb" "$W/o/"
 expect 0 "output-dir round trip" ": ok" -- "$EXE" "$M/model.onnx" --inputs "$W/o" --check --atol 0 --rtol 0
+# .npy references, files by the graph names, two files for one input, an
+# extra file, a Fortran-order .npy
+expect 0 ".npy reference output_0.npy" "check: 1 output of 1 micro-batch ok" -- "$EXE" "$M/model.onnx" --inputs "$M/npy_ref" --check
+expect 0 "input and reference by name (x.npy, y.npy)" "output 0 'y' float\[2,4\]: ok" -- "$EXE" "$M/model.onnx" --inputs "$M/by_name" --check
+expect 0 "input_0.pb and input_0.npy: the .pb, said" "^ipu-exec: warning: input 0 'x' has several files: $M/both/input_0.pb and $M/both/input_0.npy; using $M/both/input_0.pb" -- "$EXE" "$M/model.onnx" --inputs "$M/both" --check
+grep -q "output 0 'y' float\[3,4\]: ok" "$W/out" && ok "the .pb input was used" || fail "input_0.pb and .npy: $(cat "$W/out")"
+grep -q "^ipu-exec: warning: $M/both/input_1.pb matches no input of the model (input_0, or by name 'x'); the file is not used\$" "$W/err" &&
+    ok "an extra input file is warned about" || fail "extra input_1.pb: $(cat "$W/err")"
+[ "$(grep -c warning "$W/err")" -eq 2 ] && ok "each warning once" || fail "warnings: $(cat "$W/err")"
+expect 2 "Fortran-order .npy" "^ipu-exec: $M/fortran/input_0.npy: .npy array is in Fortran order; save a C-order array" -- "$EXE" "$M/model.onnx" --inputs "$M/fortran"
+one_line "Fortran-order .npy"
+expect 2 "--check without a reference file" "^ipu-exec: --check: $M/wrong_shape/output_0.pb: no such file; the reference of output 0 'y' is output_0.pb, output_0.npy, y.pb or y.npy there\$" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_shape" --check
+one_line "--check without a reference file"
+expect 2 "--format bogus" "--format bogus: expected pb or npy" -- "$EXE" "$M/model.onnx" --format bogus
+# test_data_set_M: micro-batch M reads set M mod sets, its inputs and its
+# reference (S: two sets of different inputs; S_BAD: set 1's reference is
+# set 0's output, which passes only if set 0 served both micro-batches)
+S=$W/sets S_BAD=$W/sets_bad
+expect 0 "--check reads test_data_set_M per micro-batch" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --check --batches 2
+grep -q "^inputs: $S/test_data_set_{0..1}: micro-batch M reads test_data_set_<M mod 2>\$" "$W/out" && ok "inputs line names the sets" || fail "inputs line: $(cat "$W/out")"
+expect 0 "one micro-batch reads test_data_set_0 alone" "^inputs: $S/test_data_set_0\$" -- "$EXE" "$S/model.onnx" --check
+expect 0 "--inputs DIR of sets, cycled over 3 micro-batches" "^check: 3 outputs of 3 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S" --check --batches 3
+expect 1 "micro-batch 1 checked against its own set" "^check: micro-batch 1 output 0 'y' float\[3,4\]: MISMATCH in .*reference $S_BAD/test_data_set_1/output_0.pb)" -- "$EXE" "$S/model.onnx" --inputs "$S_BAD" --check --batches 2
+expect 0 "--inputs test_data_set_1 itself: every micro-batch" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$S/test_data_set_1" --check --batches 2
+expect 2 "test data sets of other shapes, before any work" "^ipu-exec: $W/sets_shapes/test_data_set_1/input_0.npy: input 0 'x' is float\[2,8\] but micro-batch 0's is float\[3,8\]" -- "$EXE" "$S/model.onnx" --inputs "$W/sets_shapes" --batches 2
+one_line "test data sets of other shapes"
+grep -q latency "$W/out" && fail "sets of other shapes: the model ran" || ok "sets of other shapes: nothing ran"
+# every dtype of .npy read (inputs and reference) and written (--save-inputs)
+D=$W/dtypes
+expect 0 ".npy of 11 dtypes read" "^check: 1 output of 1 micro-batch ok" -- "$EXE" "$D/model.onnx" --inputs "$D/npy" --check --save-inputs "$W/dsave" --format npy
+"$PYTHON_REF" - "$D/npy" "$W/dsave" <<'PY' && ok ".npy of 11 dtypes written as read" || fail ".npy dtypes written: $(ls "$W/dsave")"
+import sys, numpy as np
+a, b = sys.argv[1:]
+for k in range(11):
+    x, y = np.load(f"{a}/input_{k}.npy"), np.load(f"{b}/input_{k}.npy")
+    assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), (k, x.dtype, y.dtype)
+PY
+# --save-inputs with --output-dir: a replay checks every micro-batch (exact)
+expect 0 "--save-inputs and --output-dir, 2 micro-batches" "latency" -- "$EXE" "$M/model.onnx" --batches 2 --save-inputs "$W/rec" --output-dir "$W/rec"
+[ -f "$W/rec/test_data_set_1/input_0.pb" ] && [ -f "$W/rec/test_data_set_1/output_0.pb" ] && ok "test_data_set_1 has input and output" || fail "rec: $(find "$W/rec")"
+expect 0 "replay of the recorded run" "^check: 2 outputs of 2 micro-batches ok (max abs err 0)" -- "$EXE" "$M/model.onnx" --batches 2 --inputs "$W/rec" --check --atol 0 --rtol 0
+# --format npy; the inputs saved are those read; the outputs are numpy's
+expect 0 "--format npy" "latency" -- "$EXE" "$S/model.onnx" --inputs "$S" --batches 2 --save-inputs "$W/npyrec" --output-dir "$W/npyrec" --format npy
+"$PYTHON_REF" - "$S" "$W/npyrec" <<'PY' && ok "--format npy wrote set M's inputs and numpy's outputs" || fail "--format npy files"
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+src, rec = sys.argv[1:]
+pb = lambda p: numpy_helper.to_array(onnx.load_tensor(p))
+for m in range(2):
+    x = np.load(f"{rec}/test_data_set_{m}/input_0.npy"); y = np.load(f"{rec}/test_data_set_{m}/output_0.npy")
+    assert np.array_equal(x, pb(f"{src}/test_data_set_{m}/input_0.pb"))
+    assert np.allclose(y, pb(f"{src}/test_data_set_{m}/output_0.pb"), rtol=1e-4, atol=1e-5), m
+PY
+expect 0 "replay of the .npy record" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$W/npyrec" --check --batches 2
 expect 0 "profile" "profile: MatMul" -- "$EXE" "$M/model.onnx" --profile --batches 2
 grep -q "^profile: node  *op  *ms/run  *share" "$W/out" && grep -Eq "^profile: [^ ]+ +MatMul +[0-9.]+ +[0-9.]+%" "$W/out" &&
     ok "profile lists the nodes" || fail "profile without nodes: $(cat "$W/out")"
@@ -191,6 +249,21 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     [ -f "$W/rep/test_data_set_1/output_0.pb" ] && diff -r "$W/rep1" "$W/rep" >/dev/null && ok "--replicas 2 ran micro-batches 0 and 1 as one rank does" ||
         fail "--replicas 2 outputs differ from one rank's 2 micro-batches"
     expect 2 "explicit --batches 1 for 2 replicas stays an error" "1 micro-batch.* for 2 replicas" -- mpi -np 2 "$EXE" "$M/model.onnx" --replicas 2 --batches 1
+    # a 2-stage pipeline reads and checks test_data_set_M per micro-batch
+    # (inputs on rank 0's first stage, references on rank 1's last)
+    expect 0 "mpirun -np 2: each micro-batch against its own set" "^check: 2 outputs of 2 micro-batches ok" -- mpi -np 2 "$EXE" "$S/model.onnx" --check --batches 2
+    grep -q "^pipeline: 2 ranks = 1 replica x 2 ranks, 2 stages" "$W/out" && ok "2 stages" || fail "not 2 stages: $(cat "$W/out")"
+    expect 1 "mpirun -np 2: set 1's reference for micro-batch 1" "^check: micro-batch 1 output 0 'y' float\[3,4\]: MISMATCH .*reference $S_BAD/test_data_set_1/output_0.pb)" -- mpi -np 2 "$EXE" "$S/model.onnx" --inputs "$S_BAD" --check --batches 2
+    grep -q "micro-batch 0 .*MISMATCH" "$W/out" && fail "micro-batch 0 mismatched: $(cat "$W/out")" || ok "micro-batch 0 matched set 0"
+    expect 2 "mpirun -np 2: test data sets of other shapes" "^ipu-exec: $W/sets_shapes/test_data_set_1/input_0.npy: input 0 'x' is float\[2,8\]" -- mpi -np 2 "$EXE" "$S/model.onnx" --inputs "$W/sets_shapes" --batches 2
+    grep -q "lost rank" "$W/err" && fail "sets of other shapes under mpirun: $(cat "$W/err")" || ok "sets of other shapes under mpirun: no lost rank"
+    # --save-inputs in a pipeline and over replicas: what one rank saves
+    expect 0 "mpirun -np 2 --save-inputs" "peak RSS" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 2 --save-inputs "$W/prec" --output-dir "$W/prec"
+    expect 0 "replay of the pipeline's record on one rank" "^check: 2 outputs of 2 micro-batches ok (max abs err 0)" -- "$EXE" "$M/model.onnx" --batches 2 --inputs "$W/prec" --check --atol 0 --rtol 0
+    expect 0 "mpirun -np 2 --replicas 2 --save-inputs" "peak RSS" -- mpi -np 2 "$EXE" "$M/model.onnx" --replicas 2 --save-inputs "$W/rrec"
+    diff -r "$W/rrec" "$W/rec" | grep -q input_ && fail "--replicas 2 saved other inputs: $(diff -r "$W/rrec" "$W/rec")" ||
+        { [ -f "$W/rrec/test_data_set_1/input_0.pb" ] && ok "--replicas 2 saved both micro-batches' inputs as one rank does" || fail "rrec: $(find "$W/rrec")"; }
+    expect 2 "different --format" "^ipu-exec (rank 1): the ranks disagree on --format: rank 0 has pb, rank 1 has npy" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$M/model.onnx" --format npy
     # the annotated model under mpirun -np 2 uses its stages: no note
     expect 0 "annotated model on 2 ranks" "manual partition: 2 stages" -- mpi -np 2 "$EXE" "$W/ann2.onnx"
     grep -q "note:" "$W/err" && fail "a note on 2 ranks: $(cat "$W/err")" || ok "no note on 2 ranks"

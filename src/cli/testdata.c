@@ -1,0 +1,303 @@
+/* The test data of a run (io.h, cli_data_t): which file holds each input
+ * and reference output of each micro-batch. A directory holds a tensor as
+ * KIND_N.pb (onnx.TensorProto), KIND_N.npy, NAME.pb or NAME.npy (NAME: the
+ * graph input's or output's name), in that order of preference; a directory
+ * of the ONNX test-data layout holds test_data_set_M/ subdirectories, one
+ * per micro-batch, cycled over. */
+#include "cli/cli.h"
+#include "cli/io.h"
+
+#include "common/log.h"
+#include "common/npy.h"
+#include "graph/load.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { N_CAND = 4 };
+
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && !S_ISDIR(sb.st_mode);
+}
+
+/* The candidate files of tensor k (kind "input" or "output", graph name
+ * name) in dir, in order of preference; returns how many. */
+static int candidates(const char *dir, const char *kind, int k, const char *name, char cand[N_CAND][4200])
+{
+    int n = 0;
+    snprintf(cand[n++], 4200, "%s/%s_%d.pb", dir, kind, k);
+    snprintf(cand[n++], 4200, "%s/%s_%d.npy", dir, kind, k);
+    if (name && name[0] && !strchr(name, '/')) {
+        snprintf(cand[n++], 4200, "%s/%s.pb", dir, name);
+        snprintf(cand[n++], 4200, "%s/%s.npy", dir, name);
+    }
+    return n;
+}
+
+/* The file of tensor k in dir: *path (malloc'd), *by_index_pb when it is
+ * KIND_N.pb; NULL *path when there is none. Several files for the tensor
+ * are warned about (when warn), naming the one used. */
+static ipu_status_t resolve(const char *dir, const char *kind, int k, const char *name, int warn, char **path,
+                            int *by_index_pb)
+{
+    char cand[N_CAND][4200], others[8600] = "";
+    int n = candidates(dir, kind, k, name, cand), used = -1;
+    for (int i = 0; i < n; i++) {
+        if (!is_file(cand[i]))
+            continue;
+        if (used < 0)
+            used = i;
+        else if (strlen(others) + strlen(cand[i]) + 3 < sizeof(others)) {
+            if (others[0])
+                strcat(others, ", ");
+            strcat(others, cand[i]);
+        }
+    }
+    *path = NULL;
+    *by_index_pb = used == 0;
+    if (used < 0)
+        return IPU_OK;
+    if (others[0] && warn && ipu_log_level_current >= IPU_LOG_WARN)
+        cli_err_line(CLI_PROG ": warning: %s %d '%s' has several files: %s and %s; using %s (remove the "
+                     "other)", kind, k, name ? name : "", cand[used], others, cand[used]);
+    if ((*path = strdup(cand[used])) == NULL)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    return IPU_OK;
+}
+
+/* "KIND_N" with N < n: 1; "KIND_<digits>" past n: -1; else 0. */
+static int indexed(const char *stem, const char *kind, int n)
+{
+    size_t l = strlen(kind);
+    if (strncmp(stem, kind, l) != 0 || stem[l] != '_' || !stem[l + 1] ||
+        strspn(stem + l + 1, "0123456789") != strlen(stem + l + 1))
+        return 0;
+    return atoi(stem + l + 1) < n ? 1 : -1;
+}
+
+/* Warn about the .pb / .npy files of dir that are no input or output. */
+static void warn_extra(const ipu_graph_t *g, const char *dir, int warn)
+{
+    if (!warn || ipu_log_level_current < IPU_LOG_WARN)
+        return;
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        char stem[512];
+        size_t l = strlen(e->d_name);
+        const char *ext = strrchr(e->d_name, '.');
+        if (!ext || (strcmp(ext, ".pb") != 0 && strcmp(ext, ".npy") != 0) || l >= sizeof(stem))
+            continue;
+        snprintf(stem, sizeof(stem), "%.*s", (int)(ext - e->d_name), e->d_name);
+        int known = indexed(stem, "input", g->n_inputs) > 0 || indexed(stem, "output", g->n_outputs) > 0;
+        for (int k = 0; k < g->n_inputs && !known; k++)
+            known = strcmp(stem, g->values[g->inputs[k]].name) == 0;
+        for (int k = 0; k < g->n_outputs && !known; k++)
+            known = strcmp(stem, g->values[g->outputs[k]].name) == 0;
+        if (known || indexed(stem, "output", g->n_outputs) < 0)
+            continue;
+        if (g->n_inputs == 0)
+            cli_err_line(CLI_PROG ": warning: %s/%s: the model has no inputs; the file is not used", dir,
+                         e->d_name);
+        else if (g->n_inputs == 1)
+            cli_err_line(CLI_PROG ": warning: %s/%s matches no input of the model (input_0, or by name "
+                         "'%s'); the file is not used", dir, e->d_name, g->values[g->inputs[0]].name);
+        else
+            cli_err_line(CLI_PROG ": warning: %s/%s matches no input of the model (input_0..input_%d, or "
+                         "an input's name such as '%s'); the file is not used", dir, e->d_name,
+                         g->n_inputs - 1, g->values[g->inputs[0]].name);
+    }
+    if (dp)
+        closedir(dp);
+}
+
+void cli_data_free(cli_data_t *d)
+{
+    for (int i = 0; d->in && i < d->n_sets * d->n_in; i++)
+        free(d->in[i]);
+    for (int i = 0; d->ref && i < d->n_sets * d->n_out; i++)
+        free(d->ref[i]);
+    free(d->in);
+    free(d->ref);
+    free(d->reorder);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Resolve every input (and reference) of one set directory. */
+static ipu_status_t open_set(const ipu_graph_t *g, const char *dir, int set, int refs, int warn, cli_data_t *d)
+{
+    ipu_status_t st = IPU_OK;
+    int all_pb = 1;
+    for (int k = 0; k < g->n_inputs && st == IPU_OK; k++) {
+        const char *name = g->values[g->inputs[k]].name;
+        char **p = &d->in[set * d->n_in + k];
+        int pb;
+        if ((st = resolve(dir, "input", k, name, warn, p, &pb)) == IPU_OK && *p == NULL)
+            st = ipu_error(IPU_ERR_IO, "%s/input_%d.pb: no such file; --inputs needs a file per model "
+                           "input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, k, k, k,
+                           name, name, k, name);
+        all_pb &= pb;
+    }
+    d->reorder[set] = all_pb;
+    for (int k = 0; refs && k < g->n_outputs && st == IPU_OK; k++) {
+        const char *name = g->values[g->outputs[k]].name;
+        char **p = &d->ref[set * d->n_out + k];
+        int pb;
+        if ((st = resolve(dir, "output", k, name, warn, p, &pb)) == IPU_OK && *p == NULL)
+            st = ipu_error(IPU_ERR_IO, "--check: %s/output_%d.pb: no such file; the reference of output %d "
+                           "'%s' is output_%d.pb, output_%d.npy, %s.pb or %s.npy there", dir, k, k, name, k,
+                           k, name, name);
+    }
+    if (st == IPU_OK)
+        warn_extra(g, dir, warn);
+    return st;
+}
+
+/* Whether dir itself holds a file of some input (or, for a model without
+ * inputs, of some output). */
+static int holds_files(const ipu_graph_t *g, const char *dir)
+{
+    char cand[N_CAND][4200];
+    int n_t = g->n_inputs ? g->n_inputs : g->n_outputs;
+    for (int k = 0; k < n_t; k++) {
+        const char *name = g->n_inputs ? g->values[g->inputs[k]].name : g->values[g->outputs[k]].name;
+        int n = candidates(dir, g->n_inputs ? "input" : "output", k, name, cand);
+        for (int i = 0; i < n; i++)
+            if (is_file(cand[i]))
+                return 1;
+    }
+    return 0;
+}
+
+ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+                           cli_data_t *d)
+{
+    char sub[4200];
+    memset(d, 0, sizeof(*d));
+    if (!is_dir(dir))
+        return ipu_error(IPU_ERR_IO, "--inputs %s: not a directory", dir);
+    snprintf(sub, sizeof(sub), "%s/test_data_set_0", dir);
+    if (!sets)
+        sets = !holds_files(g, dir) && is_dir(sub);
+    int n = 1;
+    if (sets) {
+        for (n = 0; n < (max_sets > 0 ? max_sets : 1000000); n++) {
+            snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, n);
+            if (!is_dir(sub))
+                break;
+        }
+        if (n == 0)
+            return ipu_error(IPU_ERR_IO, "%s/test_data_set_0: no such directory", dir);
+    }
+    d->n_sets = n;
+    d->sets = sets;
+    d->n_in = g->n_inputs;
+    d->n_out = g->n_outputs;
+    d->in = calloc((size_t)n * (size_t)g->n_inputs + 1, sizeof(char *));
+    d->ref = calloc((size_t)n * (size_t)g->n_outputs + 1, sizeof(char *));
+    d->reorder = calloc((size_t)n, sizeof(int));
+    if (!d->in || !d->ref || !d->reorder) {
+        cli_data_free(d);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    }
+    ipu_status_t st = IPU_OK;
+    for (int s = 0; s < n && st == IPU_OK; s++) {
+        if (sets)
+            snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, s);
+        st = open_set(g, sets ? sub : dir, s, refs, warn, d);
+    }
+    if (st != IPU_OK) {
+        cli_data_free(d);
+        return st;
+    }
+    if (warn && sets) {
+        if (n == 1)
+            printf("inputs: %s/test_data_set_0\n", dir);
+        else
+            printf("inputs: %s/test_data_set_{0..%d}: micro-batch M reads test_data_set_<M mod %d>\n", dir,
+                   n - 1, n);
+        fflush(stdout);
+    }
+    return IPU_OK;
+}
+
+ipu_status_t cli_read_tensor(const char *path, ipu_tensor_t *t, char **name)
+{
+    size_t l = strlen(path);
+    if (name)
+        *name = NULL;
+    if (l > 4 && strcmp(path + l - 4, ".npy") == 0)
+        return ipu_npy_read(path, t);
+    return ipu_tensorproto_read(path, t, name);
+}
+
+ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins)
+{
+    int set = mb % d->n_sets, n = g->n_inputs;
+    ipu_tensor_t tmp[n + 1];
+    char *names[n + 1];
+    int perm[n + 1], used[n + 1];
+    ipu_status_t st = IPU_OK;
+    memset(tmp, 0, sizeof(tmp));
+    memset(used, 0, sizeof(used));
+    for (int k = 0; k < n; k++)
+        names[k] = NULL;
+    for (int k = 0; k < n && st == IPU_OK; k++)
+        st = cli_read_tensor(d->in[set * d->n_in + k], &tmp[k], &names[k]);
+    /* input_N.pb files whose TensorProto names are the graph inputs' go to
+     * those inputs, whatever their N; otherwise by position */
+    int by_name = st == IPU_OK && d->reorder[set];
+    for (int k = 0; k < n && by_name; k++) {
+        perm[k] = -1;
+        for (int j = 0; j < n && names[k]; j++)
+            if (!used[j] && strcmp(names[k], g->values[g->inputs[j]].name) == 0)
+                perm[k] = j;
+        by_name = perm[k] >= 0;
+        if (by_name)
+            used[perm[k]] = 1;
+    }
+    for (int k = 0; k < n && st == IPU_OK; k++) {
+        ins[by_name ? perm[k] : k] = tmp[k];
+        tmp[k].data = NULL;
+    }
+    for (int k = 0; k < n; k++) {
+        free(tmp[k].data);
+        free(names[k]);
+    }
+    return st;
+}
+
+ipu_status_t cli_data_ref(const cli_data_t *d, int mb, int k, ipu_tensor_t *ref)
+{
+    ipu_status_t st = cli_read_tensor(cli_data_ref_path(d, mb, k), ref, NULL);
+    if (st != IPU_OK)
+        return ipu_error(st, "--check: %s", ipu_error_message());
+    return IPU_OK;
+}
+
+const char *cli_data_ref_path(const cli_data_t *d, int mb, int k)
+{
+    return d->ref[(mb % d->n_sets) * d->n_out + k];
+}
+
+ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
+{
+    cli_data_t d;
+    ipu_status_t st = cli_data_open(g, dir, 0, 1, 0, 1, &d);
+    if (st == IPU_OK)
+        st = cli_data_inputs(g, &d, 0, ins);
+    cli_data_free(&d);
+    return st;
+}
