@@ -161,13 +161,13 @@ ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *
     return IPU_OK;
 }
 
-ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
+ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
                               const ipu_tensor_t *ref, double rtol, double atol, double *max_abs_out)
 {
     char a[256], b[256];
     if (!ipu_shape_equal(got->rank, got->dims, ref->rank, ref->dims)) {
-        printf("check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH\n", mb, k, name,
-               ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)));
+        fprintf(out, "check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH\n", mb, k,
+                name, ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)));
         return IPU_ERR_MISMATCH;
     }
     int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
@@ -192,16 +192,16 @@ ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, cons
         *max_abs_out = max_abs;
     if (bad == 0) {
         if (verbose)
-            printf("check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
-                   ipu_tensor_describe(got, a, sizeof(a)), max_abs);
+            fprintf(out, "check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
+                    ipu_tensor_describe(got, a, sizeof(a)), max_abs);
         return IPU_OK;
     }
     index_string(got, worst, b, sizeof(b));
-    printf("check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
-           "got %.9g, want %.9g (rtol %g, atol %g)\n", mb, k, name,
-           ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
-           ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
-           ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol);
+    fprintf(out, "check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
+            "got %.9g, want %.9g (rtol %g, atol %g)\n", mb, k, name,
+            ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
+            ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
+            ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol);
     return IPU_ERR_MISMATCH;
 }
 

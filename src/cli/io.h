@@ -6,6 +6,8 @@
 
 #include "graph/ir.h"
 
+#include <stdio.h>
+
 /* Read DIR/input_<k>.pb (or .npy) for each graph input k into ins[k]
  * (data malloc'd). A TensorProto whose name matches a graph input goes to
  * that input; otherwise files are taken in order. Errors: IPU_ERR_IO (missing
@@ -22,10 +24,10 @@ ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ip
 ipu_status_t cli_read_refs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *refs);
 
 /* Compare output k of micro-batch mb with ref as numpy.allclose(rtol, atol).
- * Prints one line when verbose or on a mismatch (the count of bad elements
- * and the worst one); raises *max_abs to the largest |got - want|. Returns
- * IPU_ERR_MISMATCH on a mismatch (no message recorded). */
-ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
+ * Prints one line to out when verbose or on a mismatch (the count of bad
+ * elements and the worst one); raises *max_abs to the largest |got - want|.
+ * Returns IPU_ERR_MISMATCH on a mismatch (no message recorded). */
+ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
                               const ipu_tensor_t *ref, double rtol, double atol, double *max_abs);
 
 /* Make --output-dir DIR (mkdir -p) and check that it is a writable
