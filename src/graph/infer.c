@@ -142,11 +142,10 @@ static ipu_status_t unsupported_dtype(const ipu_graph_t *g, const ipu_node_t *n,
         }
         count += reads;
     }
-    if (count < 2)
-        return st;
-    return ipu_error(st, "%s; %d nodes read %s tensors (at least: those of the model's inputs and "
+    return ipu_error(st, "%s; %d node%s read%s %s tensors (at least: those of the model's inputs and "
                      "weights); ipu-exec computes most ops in float32 only: export or convert the "
-                     "model to float32", ipu_error_message(), count, ipu_dtype_name((ipu_dtype_t)dt));
+                     "model to float32", ipu_error_message(), count, count == 1 ? "" : "s",
+                     count == 1 ? "s" : "", ipu_dtype_name((ipu_dtype_t)dt));
 }
 
 ipu_status_t ipu_graph_infer(ipu_graph_t *g)
