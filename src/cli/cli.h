@@ -80,8 +80,9 @@ int cli_info_main(int argc, char **argv);
 int cli_config_main(int markdown);
 /* ipu-exec plan ... (argv[0] is "plan"); returns the exit code. */
 int cli_plan_main(int argc, char **argv);
-/* Set input shapes from --inputs DIR or the declared shapes, and infer. */
-ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir);
+/* Set input shapes from --inputs DIR or the declared shapes (symbolic batch
+ * dimensions micro_batch, as cli_synth_inputs), and infer. */
+ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir, int micro_batch);
 /* Smallest stage among the consumers of node's outputs (0 if none). */
 int cli_first_consumer_stage(const ipu_graph_t *g, const int *node_stage, int node);
 

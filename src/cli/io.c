@@ -85,13 +85,15 @@ static void index_string(const ipu_tensor_t *t, int64_t flat, char *buf, size_t 
         snprintf(buf + off, len - off, "]");
 }
 
-ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
-                              const ipu_tensor_t *ref, const char *ref_path, double rtol, double atol, double *max_abs_out)
+ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int verbose,
+                              const ipu_tensor_t *got, const ipu_tensor_t *ref, const char *ref_path,
+                              double rtol, double atol, double *max_abs_out)
 {
     char a[256], b[256];
     if (!ipu_shape_equal(got->rank, got->dims, ref->rank, ref->dims)) {
-        printf("check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH (%s)\n", mb, k, name,
-               ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)), ref_path);
+        fprintf(out, "check: micro-batch %d output %d '%s': shape %s, reference %s: MISMATCH (%s)\n", mb,
+                k, name, ipu_tensor_describe(got, a, sizeof(a)), ipu_tensor_describe(ref, b, sizeof(b)),
+                ref_path);
         return IPU_ERR_MISMATCH;
     }
     int64_t n = ipu_tensor_numel(got), worst = -1, bad = 0;
@@ -116,16 +118,16 @@ ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, cons
         *max_abs_out = max_abs;
     if (bad == 0) {
         if (verbose)
-            printf("check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
-                   ipu_tensor_describe(got, a, sizeof(a)), max_abs);
+            fprintf(out, "check: output %d '%s' %s: ok (max abs err %.3g)\n", k, name,
+                    ipu_tensor_describe(got, a, sizeof(a)), max_abs);
         return IPU_OK;
     }
     index_string(got, worst, b, sizeof(b));
-    printf("check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
-           "got %.9g, want %.9g (rtol %g, atol %g; reference %s)\n", mb, k, name,
-           ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
-           ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
-           ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol, ref_path);
+    fprintf(out, "check: micro-batch %d output %d '%s' %s: MISMATCH in %lld of %lld elements; worst at %s: "
+            "got %.9g, want %.9g (rtol %g, atol %g; reference %s)\n", mb, k, name,
+            ipu_tensor_describe(got, a, sizeof(a)), (long long)bad, (long long)n, b,
+            ipu_dtype_get_f64(got->dtype, got->data, (size_t)worst),
+            ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)worst), rtol, atol, ref_path);
     return IPU_ERR_MISMATCH;
 }
 

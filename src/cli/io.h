@@ -6,6 +6,8 @@
 
 #include "graph/ir.h"
 
+#include <stdio.h>
+
 /* Formats of the files written by --output-dir and --save-inputs. */
 typedef enum { CLI_FORMAT_PB, CLI_FORMAT_NPY } cli_format_t;
 
@@ -54,11 +56,13 @@ ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t
 ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins);
 
 /* Compare output k of micro-batch mb with ref (read from ref_path) as
- * numpy.allclose(rtol, atol). Prints one line when verbose or on a mismatch
- * (the count of bad elements, the worst one, the reference file); raises *max_abs to the largest |got - want|. Returns
- * IPU_ERR_MISMATCH on a mismatch (no message recorded). */
-ipu_status_t cli_check_output(const char *name, int k, int mb, int verbose, const ipu_tensor_t *got,
-                              const ipu_tensor_t *ref, const char *ref_path, double rtol, double atol, double *max_abs);
+ * numpy.allclose(rtol, atol). Prints one line to out when verbose or on a
+ * mismatch (the count of bad elements, the worst one, the reference file);
+ * raises *max_abs to the largest |got - want|. Returns IPU_ERR_MISMATCH on
+ * a mismatch (no message recorded). */
+ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int verbose,
+                              const ipu_tensor_t *got, const ipu_tensor_t *ref, const char *ref_path,
+                              double rtol, double atol, double *max_abs);
 
 /* Make the directory DIR of option opt (--output-dir, --save-inputs;
  * mkdir -p) and check that it is writable, before any work: IPU_ERR_IO

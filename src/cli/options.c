@@ -220,7 +220,8 @@ static int option(int c, char **argv, cli_opts_t *o)
         char *end;
         double v = strtod(optarg, &end);
         if (end == optarg || *end || v < 0)
-            return cli_usage_error("tolerance %s: expected a non-negative number", optarg);
+            return c == O_RTOL ? cli_usage_error("--rtol %s: expected a non-negative number", optarg)
+                               : cli_usage_error("--atol %s: expected a non-negative number", optarg);
         *(c == O_RTOL ? &o->rtol : &o->atol) = v;
         break;
     }

@@ -24,14 +24,18 @@ static void plan_usage(FILE *f)
 {
     fprintf(f,
 "Usage: ipu-exec plan MODEL.onnx [--stages S] [--ipus-per-rank K] [--ipu-memory SIZE]\n"
-"                     [--inputs DIR] [--measure] [--write ANNOTATED.onnx]\n"
+"                     [--inputs DIR] [--micro-batch M] [--replicas R] [--measure]\n"
+"                     [--write ANNOTATED.onnx]\n"
 "Partition MODEL into S pipeline stages and print one row per stage: its rank\n"
 "and IPU, nodes, GFLOP, weight MiB, peak activation MiB, boundary bytes in and\n"
 "out per micro-batch, estimated ms, then the imbalance (slowest / mean stage).\n"
 "A model annotated with __pipeline_stage / __ipu_number (PopART, PopRT) keeps\n"
 "its placement. --write saves a copy annotated with the plan (write it next\n"
 "to the original when the model has external data). Shapes come from --inputs\n"
-"or the declared input shapes (symbolic dimensions 1).\n"
+"or the declared input shapes: --micro-batch M (default 1) sizes their symbolic\n"
+"batch dimensions, as a run's synthetic inputs; other symbolic dimensions are 1.\n"
+"The plan is per replica: --replicas R (data-parallel copies, as a run's) only\n"
+"says how many copies of it a run of R x S/K ranks makes.\n"
 "Costs come from the cost model (FLOPs and bytes, the same on any machine);\n"
 "--measure times the Conv/Gemm/MatMul nodes on this machine's kernels and\n"
 "fuses activations first, as a pipelined run does, so the plan is the one\n"
@@ -39,12 +43,12 @@ static void plan_usage(FILE *f)
 }
 
 /* Set the graph inputs' shapes from tensors and infer (no device). */
-ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir)
+ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir, int micro_batch)
 {
     ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
     if (ins == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, 1, ins);
+    ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, micro_batch, ins);
     for (int k = 0; st == IPU_OK && k < g->n_inputs; k++)
         ipu_value_set_shape(&g->values[g->inputs[k]], ins[k].dtype, ins[k].rank, ins[k].dims);
     for (int k = 0; k < g->n_inputs; k++)
@@ -92,7 +96,7 @@ static ipu_status_t check_write_extdata(const ipu_graph_t *g, const char *model,
 
 int cli_plan_main(int argc, char **argv)
 {
-    enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE, O_MEASURE };
+    enum { O_STAGES = 256, O_K, O_MEM, O_INPUTS, O_WRITE, O_MEASURE, O_MB, O_REPLICAS };
     static const struct option longopts[] = {
         {"stages", required_argument, NULL, O_STAGES},
         {"ipus-per-rank", required_argument, NULL, O_K},
@@ -100,13 +104,15 @@ int cli_plan_main(int argc, char **argv)
         {"inputs", required_argument, NULL, O_INPUTS},
         {"write", required_argument, NULL, O_WRITE},
         {"measure", no_argument, NULL, O_MEASURE},
+        {"micro-batch", required_argument, NULL, O_MB},
+        {"replicas", required_argument, NULL, O_REPLICAS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     ipu_partition_params_t pp;
     ipu_partition_params_init(&pp);
     const char *inputs = NULL, *write = NULL;
-    int c, measure = 0, stages_set = 0;
+    int c, measure = 0, stages_set = 0, micro_batch = 1, micro_batch_set = 0, replicas = 1;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -124,6 +130,15 @@ int cli_plan_main(int argc, char **argv)
             if (cli_parse_size(optarg, &pp.ipu_memory))
                 return cli_usage_error("--ipu-memory %s: expected a size such as 900M or 2G", optarg);
             break;
+        case O_MB:
+            if (cli_parse_int(optarg, 1, &micro_batch))
+                return cli_usage_error("--micro-batch %s: expected a positive integer", optarg);
+            micro_batch_set = 1;
+            break;
+        case O_REPLICAS:
+            if (cli_parse_int(optarg, 1, &replicas))
+                return cli_usage_error("--replicas %s: expected a positive integer", optarg);
+            break;
         case O_INPUTS: inputs = optarg; break;
         case O_WRITE: write = optarg; break;
         case O_MEASURE: measure = 1; break;
@@ -138,6 +153,9 @@ int cli_plan_main(int argc, char **argv)
     int rc = write ? check_write_dest(write) : -1;
     if (rc >= 0)
         return rc;
+    if (micro_batch_set && inputs)
+        cli_err_line(CLI_PROG ": note: --micro-batch is not used with --inputs: the input files' shapes "
+                     "set the batch");
     if (stages_set && pp.stages % pp.ipus_per_rank != 0) {
         char msg[256];
         int lo = pp.stages / pp.ipus_per_rank * pp.ipus_per_rank, hi = lo + pp.ipus_per_rank;
@@ -163,7 +181,7 @@ int cli_plan_main(int argc, char **argv)
     if (st == IPU_OK && write)
         st = check_write_extdata(g, model, write);
     if (st == IPU_OK)
-        st = cli_infer_shapes(g, inputs);
+        st = cli_infer_shapes(g, inputs, micro_batch);
     if (st == IPU_OK && measure) { /* as pipeline/setup.c does before it partitions */
         if ((st = ipu_graph_fold_bn(g, ipu_op_lookup, NULL)) == IPU_OK &&
             (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) == IPU_OK &&
@@ -181,9 +199,14 @@ int cli_plan_main(int argc, char **argv)
         st = ipu_partition_make(g, &pp, &pt);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st == IPU_OK) {
-        printf("plan of %s: %d nodes, %d IPU%s per rank, %.0f MiB per IPU, %s costs (%.3f s)\n",
-               model, g->n_nodes, pp.ipus_per_rank, pp.ipus_per_rank > 1 ? "s" : "",
-               pp.ipu_memory / 1048576.0, measure ? "measured" : "modelled",
+        char per[64] = "", mb[48] = "";
+        if (replicas > 1) /* every replica runs the same plan: print it once */
+            snprintf(per, sizeof(per), " per replica (%d replicas)", replicas);
+        if (!inputs)
+            snprintf(mb, sizeof(mb), "micro-batch %d, ", micro_batch);
+        printf("plan of %s%s: %d node%s, %d IPU%s per rank, %.0f MiB per IPU, %s%s costs (%.3f s)\n",
+               model, per, g->n_nodes, g->n_nodes == 1 ? "" : "s", pp.ipus_per_rank, pp.ipus_per_rank > 1 ? "s" : "",
+               pp.ipu_memory / 1048576.0, mb, measure ? "measured" : "modelled",
                (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
         ipu_partition_print(&pt, stdout);
     }

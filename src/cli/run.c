@@ -34,8 +34,12 @@ typedef struct data {
     int *ref_set;            /* [k]: the set of files refs[k] holds, -1: none */
     long mismatches, checked;
     double max_abs;
-    int pipelined;           /* under the pipeline: no per-output "ok" line (it
-                              * would come before rank 0's plan) */
+    int pipelined;           /* under the pipeline: no per-output "ok" line, and
+                              * the mismatch lines go to held, printed after
+                              * rank 0's plan and report */
+    FILE *held;              /* open_memstream on held_buf, or NULL */
+    char *held_buf;
+    size_t held_len;
     int rank, ranks_per_replica, replicas; /* who saves micro-batch m's inputs:
                               * the first rank of its replica */
 } data_t;
@@ -51,6 +55,9 @@ static void data_free(data_t *d)
     free(d->refs);
     free(d->ref_set);
     cli_data_free(&d->files);
+    if (d->held)
+        fclose(d->held);
+    free(d->held_buf);
 }
 
 static void free_inputs(data_t *d)
@@ -164,8 +171,11 @@ static ipu_status_t take_output(void *arg, int mb, int k, const ipu_tensor_t *t)
             d->ref_set[k] = set;
         }
         d->checked++;
-        if (cli_check_output(name, k, mb, mb == 0 && !d->pipelined, t, &d->refs[k],
-                             cli_data_ref_path(&d->files, mb, k), d->o->rtol, d->o->atol, &d->max_abs) != IPU_OK)
+        if (d->pipelined && !d->held && !(d->held = open_memstream(&d->held_buf, &d->held_len)))
+            return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        if (cli_check_output(d->pipelined ? d->held : stdout, name, k, mb, mb == 0 && !d->pipelined, t,
+                             &d->refs[k], cli_data_ref_path(&d->files, mb, k), d->o->rtol, d->o->atol,
+                             &d->max_abs) != IPU_OK)
             d->mismatches++;
     }
     return IPU_OK;
@@ -271,11 +281,13 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     int folded = 0;
     for (int i = 0; i < g->n_nodes; i++)
         folded += g->nodes[i].folded;
-    printf("ipu-exec: %s: %d nodes (%d folded), 1 IPU (cpu): weights %.1f MiB, activations %.1f MiB "
-           "(%.1f MiB without reuse), %.1f of %.0f MiB used\n",
-           o->model, g->n_nodes, folded, s->stage.weight_bytes / 1048576.0,
-           s->stage.plan.arena_bytes / 1048576.0, s->stage.plan.live_bytes / 1048576.0,
-           ipu_device_used(s->dev) / 1048576.0, ipu_device_capacity(s->dev) / 1048576.0);
+    char wb[IPU_BYTES_STR_LEN], ab[IPU_BYTES_STR_LEN], lb[IPU_BYTES_STR_LEN], ub[IPU_BYTES_STR_LEN],
+        cb[IPU_BYTES_STR_LEN];
+    printf("ipu-exec: %s: %d node%s (%d folded), 1 IPU (cpu): weights %s, activations %s "
+           "(%s without reuse), %s of %s used\n", o->model, g->n_nodes, g->n_nodes == 1 ? "" : "s",
+           folded, ipu_bytes_str(s->stage.weight_bytes, wb), ipu_bytes_str(s->stage.plan.arena_bytes, ab),
+           ipu_bytes_str(s->stage.plan.live_bytes, lb), ipu_bytes_str(ipu_device_used(s->dev), ub),
+           ipu_bytes_str(ipu_device_capacity(s->dev), cb));
     for (int r = 0; r < o->warmup && st == IPU_OK; r++)
         st = ipu_session_run(s, ins, g->n_inputs, outs);
     double loop0 = now_ms();
@@ -341,6 +353,32 @@ static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, in
     for (int i = 0; i < r->world && r->rank_rss_mib; i++)
         printf(" %.0f", r->rank_rss_mib[i]);
     printf("\n");
+}
+
+/* The mismatch lines of every rank that took outputs, gathered to rank 0 and
+ * printed there after its plan and report (ranks' own stdout would reach
+ * mpirun's in any order). Collective over MPI_COMM_WORLD. */
+static void print_held(data_t *d, int rank)
+{
+    int world, len = d->held && fflush(d->held) == 0 ? (int)d->held_len : 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    int *lens = rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
+    int *offs = rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
+    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    char *all = NULL;
+    int total = 0;
+    for (int r = 0; rank == 0 && lens && offs && r < world; r++) {
+        offs[r] = total;
+        total += lens[r];
+    }
+    if (rank == 0)
+        all = malloc((size_t)total + 1);
+    MPI_Gatherv(d->held_buf, len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank == 0 && all)
+        fwrite(all, 1, (size_t)total, stdout);
+    free(all);
+    free(lens);
+    free(offs);
 }
 
 ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
@@ -417,6 +455,7 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
         if (rep.profile)
             fputs(rep.profile, stdout);
     }
+    print_held(&d, rank);
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     ipu_watchdog_disarm();

@@ -352,8 +352,8 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
         return st;
     }
     gcl_comm_shm_eager(c);
-    gcl_log(c, GCL_LOG_INFO, "split from comm %u (color %d, key %d): %d members on %d hosts", comm->id, color,
-            key, n, c->nhosts);
+    gcl_log(c, GCL_LOG_INFO, "split from comm %u (color %d, key %d): %d member%s on %d host%s", comm->id,
+            color, key, n, n == 1 ? "" : "s", c->nhosts, c->nhosts == 1 ? "" : "s");
     *out = c;
     return GCL_OK;
 }

@@ -147,8 +147,9 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     ipu_setting_bool(IPU_SET_GCL_YIELD_WHEN_IDLE, &ctx->yield_always); /* -1: auto */
     ctx->yield_always = ctx->yield_always >= 0 ? ctx->yield_always : cpus > 0 && c->local_size > cpus;
     gcl_comm_shm_eager(c);
-    gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d ranks on %d hosts, transport %s", gcl_version_string(), ctx->size,
-            ctx->nhosts, ipu_transport_kind_name(ctx->tp));
+    gcl_log(c, GCL_LOG_INFO, "libgcl %s: %d rank%s on %d host%s, transport %s", gcl_version_string(),
+            ctx->size, ctx->size == 1 ? "" : "s", ctx->nhosts, ctx->nhosts == 1 ? "" : "s",
+            ipu_transport_kind_name(ctx->tp));
     if (!live_world(c, 1)) {
         destroy_world(c);
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_init: out of memory");

@@ -118,6 +118,36 @@ undefer:
     return st;
 }
 
+/* Node n's infer() refused a dtype (IPU_ERR_UNSUPPORTED naming it): a model
+ * exported in that dtype (float16, say) has it at most nodes, so say how
+ * many read values of that dtype known now (the model's inputs, weights and
+ * the values inferred so far) rather than the first one only, and what to do. */
+static ipu_status_t unsupported_dtype(const ipu_graph_t *g, const ipu_node_t *n, ipu_status_t st)
+{
+    int dt = -1;
+    for (int k = 0; k < n->n_inputs && dt < 0; k++) {
+        const ipu_value_t *v = ipu_node_input(g, n, k);
+        if (v && v->dtype != IPU_DTYPE_FLOAT && strstr(ipu_error_message(), ipu_dtype_name(v->dtype)))
+            dt = (int)v->dtype;
+    }
+    if (st != IPU_ERR_UNSUPPORTED || dt < 0)
+        return st;
+    int count = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *m = &g->nodes[i];
+        int reads = 0;
+        for (int k = 0; k < m->n_inputs && !reads; k++) {
+            const ipu_value_t *v = ipu_node_input(g, m, k);
+            reads = v && v->rank >= 0 && (int)v->dtype == dt;
+        }
+        count += reads;
+    }
+    return ipu_error(st, "%s; %d node%s read%s %s tensors (at least: those of the model's inputs and "
+                     "weights); ipu-exec computes most ops in float32 only: export or convert the "
+                     "model to float32", ipu_error_message(), count, count == 1 ? "" : "s",
+                     count == 1 ? "s" : "", ipu_dtype_name((ipu_dtype_t)dt));
+}
+
 ipu_status_t ipu_graph_infer(ipu_graph_t *g)
 {
     if (g->order == NULL)
@@ -160,8 +190,10 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         n->state = NULL;
         n->folded = 0;
         ipu_status_t st = n->op->infer(g, n);
-        if (st != IPU_OK) /* name the model: the op does not know it */
+        if (st != IPU_OK) { /* name the model: the op does not know it */
+            st = unsupported_dtype(g, n, st);
             return g->src_path ? ipu_error_prefix(st, g->src_path) : st;
+        }
         for (int k = 0; k < n->n_outputs; k++) {
             const ipu_value_t *v = ipu_node_output(g, n, k);
             if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))

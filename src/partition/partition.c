@@ -325,11 +325,18 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
     ipu_stage_mem_t m = {0};
     st = stage_mem(it, it->iota + sp.start[worst], sp.start[worst + 1] - sp.start[worst], worst == 0,
                    sp.start[worst + 1] == it->n, &m);
+    int alone = sp.start[worst + 1] - sp.start[worst] == 1 ? it->item_node[sp.start[worst]] : -1;
     ipu_split_free(&sp);
     if (st != IPU_OK)
         return st;
     char msg[256];
     ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
+    if (alone >= 0) { /* one node alone sets the need: more ranks or stages cannot help */
+        const ipu_node_t *nd = &it->g->nodes[alone];
+        return ipu_error(IPU_ERR_NO_MEMORY, "node '%s' (%s) alone does not fit one IPU: it %s; more ranks "
+                         "or stages cannot split a node: raise --ipu-memory to at least %zuK",
+                         nd->name, nd->op_type, msg, (hi + 1023) / 1024);
+    }
     return ipu_error(IPU_ERR_NO_MEMORY, "the model does not fit %d IPU%s in any split: at best, stage %d "
                      "%s; use more ranks or stages, --ipus-per-rank, or --ipu-memory %zuK or more",
                      p->stages, p->stages > 1 ? "s" : "", worst, msg, (hi + 1023) / 1024);
@@ -415,9 +422,21 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
                                 .scratch_bytes = scratch, .need = range_need, .need_arg = it,
                                 .act_start = astart, .act_ids = aids, .act_bytes = abytes,
                                 .n_acts = g->n_values};
+    if (p->stages > n && p->mpi_replicas > 0) { /* the user never gave a stage count */
+        int R = p->mpi_replicas, K = p->ipus_per_rank, np = n / K * R;
+        char advice[96];
+        if (np > 0)
+            snprintf(advice, sizeof(advice), "run with mpirun -np %d or fewer", np);
+        else
+            snprintf(advice, sizeof(advice), "use a smaller --ipus-per-rank (at most %d)", n);
+        st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages: under mpirun the stage "
+                       "count is the ranks per replica (-np %d / %d replica%s) x --ipus-per-rank %d; %s",
+                       n, n == 1 ? "" : "s", p->stages, p->stages / K * R, R, R > 1 ? "s" : "", K, advice);
+        goto out;
+    }
     if (p->stages > n) {
-        st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d nodes into %d stages; use at most %d",
-                       n, p->stages, n);
+        st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages; use at most %d",
+                       n, n == 1 ? "" : "s", p->stages, n);
         goto out;
     }
     st = ipu_split_solve(&prob, &sp);

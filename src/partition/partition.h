@@ -26,6 +26,9 @@ typedef struct ipu_partition_params {
     ipu_cost_params_t cost;
     const double *node_ms;  /* optional, per node index: measured ms that
                                replaces the estimate where >= 0 */
+    int mpi_replicas;       /* under mpirun: the replicas R, where stages is
+                               -np / R x ipus_per_rank (the advice of an error
+                               names -np then); 0 when stages was given */
 } ipu_partition_params_t;
 
 void ipu_partition_params_init(ipu_partition_params_t *p);

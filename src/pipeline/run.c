@@ -32,8 +32,9 @@ static ipu_status_t pipe_init(pipe_t *pp, MPI_Comm comm)
     pp->K = p->ipus_per_rank;
     pp->C = p->credits < 1 ? 1 : p->credits > MAX_CREDITS ? MAX_CREDITS : p->credits;
     if (pp->R < 1 || pp->world % pp->R != 0)
-        return ipu_error(IPU_ERR_INVALID_ARG, "%d ranks do not divide into %d replicas; run with a "
-                         "multiple of %d ranks (-np)", pp->world, pp->R, pp->R);
+        return ipu_error(IPU_ERR_INVALID_ARG, "%d rank%s do%s not divide into %d replicas; run with a "
+                         "multiple of %d ranks (-np)", pp->world, pp->world == 1 ? "" : "s",
+                         pp->world == 1 ? "es" : "", pp->R, pp->R);
     pp->P = pp->world / pp->R;
     pp->S = pp->P * pp->K;
     pp->replica = pp->rank / pp->P;

@@ -224,6 +224,7 @@ ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ip
     part.stages = pp->S;
     part.ipus_per_rank = pp->K;
     part.ipu_memory = p->ipu_memory;
+    part.mpi_replicas = pp->R;
     double *node_ms = NULL;
     ipu_status_t st = agree_costs(pp, g, comm, ppar, &node_ms, hosts, lost);
     if (p->measure && !ppar->node_ms && pp->S > 1)

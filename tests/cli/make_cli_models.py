@@ -23,6 +23,8 @@ OUT/dtypes/model.onnx         inputs of every .npy dtype, [2,3], each Cast to fl
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
 OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
                               (no test_data_set_0: --check has no default inputs)
+OUT/fp16/model.onnx           the mlp in float16 (input, weights, output): its 4
+                              nodes read float16 tensors
 """
 import os, sys
 import numpy as np
@@ -61,6 +63,13 @@ def mlp():
         v.type.tensor_type.shape.dim[0].dim_value = 1
     os.makedirs(os.path.join(out, "fixed"), exist_ok=True)
     onnx.save(m, os.path.join(out, "fixed", "model.onnx"))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for i, t in enumerate(list(m.graph.initializer)):
+        m.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+            numpy_helper.to_array(t).astype(np.float16), t.name))
+    os.makedirs(os.path.join(out, "fp16"), exist_ok=True)
+    onnx.save(m, os.path.join(out, "fp16", "model.onnx"))
     ref = lambda x: np.maximum(x @ W + b, 0) @ W2
     x = rng.standard_normal((3, 8)).astype(np.float32)
     save(x, f"{d}/test_data_set_0/input_0.pb", "x")

@@ -11,9 +11,12 @@
 # info's arguments; --ipu-memory past 2^64 bytes;
 # info --config and docs/settings.md, a warning for an invalid setting;
 # plan: --stages against --ipus-per-rank, annotations against --stages,
-# --write and --output-dir checked before any work;
-# under mpirun: test_data_set_M per micro-batch through a 2-stage pipeline,
-# --save-inputs there and over replicas, usage errors said once, --replicas without --batches, the
+# --write and --output-dir checked before any work; plan --micro-batch and
+# --replicas; a node alone too large for an IPU; a float16 model; --rtol -1;
+# under mpirun: the stage count from -np, mismatch lines after the report,
+# test_data_set_M per micro-batch through a 2-stage pipeline, --save-inputs
+# there and over replicas, usage errors said once, --replicas without
+# --batches, the
 # start-up agreement (one rank's error, different models or options).
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
@@ -188,6 +191,20 @@ expect 2 "info --ipus-per-rank 0" "--ipus-per-rank 0: expected an integer from 1
 expect 2 "--ipu-memory 17179869184G" "--ipu-memory 17179869184G: expected a size" -- "$EXE" "$M/model.onnx" --ipu-memory 17179869184G
 one_line "--ipu-memory 17179869184G"
 expect 2 "plan --ipu-memory 1e30" "--ipu-memory 1e30: expected a size" -- "$EXE" plan "$M/model.onnx" --ipu-memory 1e30
+# plan takes a run's --micro-batch (symbolic batch of the planned shapes) and
+# --replicas (the plan is per replica); the boundary bytes scale with the batch
+# (float32 activations [M,16] cross a cut after a MatMul or Add of the mlp)
+expect 0 "plan --micro-batch 4 --replicas 2" "^plan of $M/model.onnx per replica (2 replicas): 4 nodes, .*micro-batch 4," -- "$EXE" plan "$M/model.onnx" --stages 2 --micro-batch 4 --replicas 2
+[ "$(grep -c '^plan of' "$W/out")" -eq 1 ] && grep -Eq "^ +1 +1 +0 +[0-9]+ .* $((4 * 16 * 4)) +0 " "$W/out" &&
+    ok "plan printed once, stage 1 receives 4 x 16 floats" || fail "plan --micro-batch 4: $(cat "$W/out")"
+expect 2 "plan --replicas 0" "--replicas 0: expected a positive integer" -- "$EXE" plan "$M/model.onnx" --replicas 0
+# one node alone larger than an IPU: named, with what to do
+expect 2 "a node alone does not fit" "node 'mm1' (MatMul) alone does not fit one IPU: it needs .* raise --ipu-memory to at least [0-9]*K" -- "$EXE" plan "$M/model.onnx" --stages 2 --ipu-memory 256
+one_line "a node alone does not fit"
+# a float16 model: how many nodes read float16, and what to do
+expect 2 "float16 model" "node 'mm1' (MatMul): .*float16.*; 3 nodes read float16 tensors .* convert the model to float32" -- "$EXE" "$W/fp16/model.onnx"
+one_line "float16 model"
+expect 2 "--rtol -1" "^ipu-exec: --rtol -1: expected a non-negative number" -- "$EXE" "$M/model.onnx" --rtol -1
 expect 2 "--ipu-memory 0.5" "--ipu-memory 0.5: expected a size" -- "$EXE" "$M/model.onnx" --ipu-memory 0.5
 # settings (src/common/settings.c): info --config lists every one, bare, with
 # where its value comes from; docs/settings.md is generated from the table
@@ -264,6 +281,13 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     diff -r "$W/rrec" "$W/rec" | grep -q input_ && fail "--replicas 2 saved other inputs: $(diff -r "$W/rrec" "$W/rec")" ||
         { [ -f "$W/rrec/test_data_set_1/input_0.pb" ] && ok "--replicas 2 saved both micro-batches' inputs as one rank does" || fail "rrec: $(find "$W/rrec")"; }
     expect 2 "different --format" "^ipu-exec (rank 1): the ranks disagree on --format: rank 0 has pb, rank 1 has npy" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$M/model.onnx" --format npy
+    # the stage count comes from -np when --stages was never given: say so
+    expect 2 "mpirun -np 5 on 4 nodes" "cannot split 4 nodes into 5 stages: under mpirun the stage count is the ranks per replica (-np 5 / 1 replica) x --ipus-per-rank 1; run with mpirun -np 4 or fewer" -- mpi -np 5 "$EXE" "$M/model.onnx"
+    expect 2 "mpirun -np 1 --replicas 2" "1 rank does not divide into 2 replicas" -- mpi -np 1 "$EXE" "$M/model.onnx" --replicas 2
+    # a pipeline's mismatch lines come after rank 0's plan and report
+    expect 1 "mpirun -np 2 mismatch" "MISMATCH" -- mpi -np 2 "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
+    awk '/^peak RSS/ {r = NR} /MISMATCH/ {m = NR} END {exit !(r && m > r)}' "$W/out" &&
+        ok "mismatch line after the report" || fail "mismatch line order: $(cat "$W/out")"
     # the annotated model under mpirun -np 2 uses its stages: no note
     expect 0 "annotated model on 2 ranks" "manual partition: 2 stages" -- mpi -np 2 "$EXE" "$W/ann2.onnx"
     grep -q "note:" "$W/err" && fail "a note on 2 ranks: $(cat "$W/err")" || ok "no note on 2 ranks"

@@ -41,8 +41,9 @@ try:
     import onnx
     from onnx import numpy_helper
 except ImportError as e:  # the test scripts turn 77 into an automake SKIP
-    print(f"make_models.py: {e} (install python3-torch python3-onnx python3-numpy)",
-          file=sys.stderr)
+    print(f"make_models.py: {e} in {sys.executable}; Debian's python3-torch, python3-onnx and "
+          f"python3-numpy install into /usr/bin/python3: run it with that (a `python3` on PATH may "
+          f"be another interpreter, e.g. a virtual environment's)", file=sys.stderr)
     sys.exit(77)
 
 
