@@ -325,13 +325,24 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
     ipu_stage_mem_t m = {0};
     st = stage_mem(it, it->iota + sp.start[worst], sp.start[worst + 1] - sp.start[worst], worst == 0,
                    sp.start[worst + 1] == it->n, &m);
-    int alone = sp.start[worst + 1] - sp.start[worst] == 1 ? it->item_node[sp.start[worst]] : -1;
+    /* the node that needs the most alone: when that is more than an IPU,
+     * more ranks or stages cannot help */
+    int alone = -1;
+    ipu_stage_mem_t am = {0};
+    for (int i = 0; st == IPU_OK && i < it->n; i++) {
+        ipu_stage_mem_t mi;
+        if ((st = stage_mem(it, it->iota + i, 1, i == 0, i == it->n - 1, &mi)) == IPU_OK &&
+            mi.total > p->ipu_memory && mi.total > am.total) {
+            am = mi;
+            alone = it->item_node[i];
+        }
+    }
     ipu_split_free(&sp);
     if (st != IPU_OK)
         return st;
     char msg[256];
-    ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
-    if (alone >= 0) { /* one node alone sets the need: more ranks or stages cannot help */
+    ipu_stage_mem_str(alone >= 0 ? &am : &m, p->ipu_memory, msg, sizeof(msg));
+    if (alone >= 0) {
         const ipu_node_t *nd = &it->g->nodes[alone];
         return ipu_error(IPU_ERR_NO_MEMORY, "node '%s' (%s) alone does not fit one IPU: it %s; more ranks "
                          "or stages cannot split a node: raise --ipu-memory to at least %zuK",
