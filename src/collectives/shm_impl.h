@@ -11,7 +11,8 @@
  *   GCL_SHM_NBUF says up to NBUF = 7).
  * An "in" line holds the member's in counter, B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
- * (one cache-line transfer per peer), and its rd counter. A "red" line holds the red counter
+ * (one cache-line transfer per peer), its rd counter, and its last two call
+ * words ("call check" below). A "red" line holds the red counter
  * and who the member is (pid, pid namespace, start time: written at open,
  * read only to look for a lost member); the header line, the member found
  * lost, if any ("lost members" below). A "desc" line says where the
@@ -61,7 +62,22 @@
  *   broadcast: the root stages, the others copy out (root runs B ahead).
  *   barrier: publish, wait for everyone.
  * Waiting never spins here: a step whose flag is not ready returns
- * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
+ * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed).
+ *
+ * Call check (always on): the segment numbers above only agree while every
+ * member starts the same ops with the same arguments. Each op n (numbered
+ * from 1 when it becomes the head) writes a call word, its kind, dtype, op,
+ * root, count and n packed (shm_call_word), into call[n % 2] of its in line
+ * before it publishes anything, and completes only once it has read every
+ * other member's word of op n (which the flag reads of most ops bring into
+ * the cache anyway). A word that differs marks the segment broken (4) with
+ * a message naming the member and the field: the op and every later one
+ * fail with GCL_ERR_MISMATCH on every member, since every member finds one
+ * that differs from its own. Two words suffice: a member starts op n + 2
+ * only after every member has started op n + 1, that is, completed op n.
+ * Reads of another member's staging before the check stay inside the
+ * segment; the direct allreduce, which writes into the others' buffers,
+ * waits for it. */
 #ifndef GCL_SHM_IMPL_H
 #define GCL_SHM_IMPL_H
 
@@ -76,9 +92,9 @@
 #include <stdint.h>
 
 #define LINE 128
-#define NBUF 7 /* most staging buffers per member (in line: 8 + 7 * 16 + 8 <= LINE) */
+#define NBUF 6 /* most staging buffers per member (in line: 8 + 6 * 16 + 8 + 2 * 8 <= LINE) */
 #define INL_BYTES 16
-#define SHM_MAGIC 0x67636c73686d3033ull /* "gclshm03" */
+#define SHM_MAGIC 0x67636c73686d3034ull /* "gclshm04" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
 #define ONESHOT_MAX_DEFAULT (16 * 1024)
 /* Allreduces on registered memory run direct from 2 KiB (below, the
@@ -92,6 +108,7 @@ typedef struct {
     _Atomic uint64_t in;
     unsigned char inl[NBUF][INL_BYTES];
     _Atomic uint64_t rd; /* "read" counter (flow control below) */
+    _Atomic uint64_t call[2]; /* call words of ops n (by n % 2) ("call check") */
 } in_line_t;
 _Static_assert(sizeof(in_line_t) <= LINE, "an in line fits its line");
 
@@ -172,6 +189,11 @@ struct gcl_shm_op {
     int direct;       /* allreduce: 0 undecided, 1 on registered buffers
                        * (ar_direct), -1 through staging */
     int posted;       /* its desc line is written (ar_direct_decide) */
+    uint32_t num;     /* op number on the segment (from 1; "call check") */
+    uint64_t word;    /* its call word */
+    int stepped;      /* its part of the algorithm is done */
+    int checked;      /* every member's call word matched */
+    int ck;           /* members checked so far (in order, skipping this one) */
 };
 
 struct gcl_shm {
@@ -192,7 +214,10 @@ struct gcl_shm {
     const char **srcs;            /* size entries: reduction sources */
     gcl_shm_op_t *head, *tail, *free_ops;
     int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*);
-                        * 3: a member abandoned an op (lost_rank: which) */
+                        * 3: a member abandoned an op (lost_rank: which);
+                        * 4: the members' calls differ (mismatch: how) */
+    uint32_t nops;     /* ops started so far ("call check") */
+    char mismatch[320];
     /* lost members (peer_gone below): looked for only once the head op has
      * made no progress for LOST_IDLE_S */
     unsigned idle_polls;
@@ -322,6 +347,12 @@ int shm_step(gcl_shm_op_t *o);
 void shm_stage_nt_choose(gcl_shm_op_t *o);
 void shm_stage_nt_update(gcl_shm_op_t *o);
 size_t shm_llc_bytes(void);
+/* shm_check.c: the call word of op o (posted: o->word, in this member's
+ * in line; ops without segments are checked already); the check of o
+ * against the other members' words: 1 all match (o->checked), 0 not all
+ * there yet, -1 one differs (the segment is broken, 4). */
+void shm_call_post(gcl_shm_op_t *o);
+int shm_call_check(gcl_shm_op_t *o);
 /* shm_lost.c: who this member is (at open); the head op h found nothing to
  * do again: 1 when a member is now known lost; the error of every op of a
  * broken segment. */

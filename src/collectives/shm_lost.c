@@ -204,6 +204,8 @@ gcl_status_t shm_broken_error(const gcl_shm_t *s, const char *what)
     if (s->broken == 2)
         return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
                     "the job cannot continue", what, s->lost_rank, s->size, s->lost_pid);
+    if (s->broken == 4)
+        return gcl_set_error(GCL_ERR_MISMATCH, "gcl_shm_%s: %s", what, s->mismatch);
     if (s->broken == 3)
         return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: rank %d of %d on this host gave up on the segment after an error "
                     "of its own (its message says which); the job cannot continue", what,
