@@ -45,7 +45,9 @@ void shm_call_post(gcl_shm_op_t *o)
     }
     o->num = ++s->nops;
     o->word = shm_call_word(o);
-    atomic_store_explicit(&in_line(s, s->rank)->call[o->num & 1], o->word, memory_order_release);
+    s->call_word = o->word;
+    s->call_slot = (int)(o->num & 1);
+    s->call_pend = 1;
 }
 
 static const char *dt_name(int d)

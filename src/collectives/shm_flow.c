@@ -86,6 +86,8 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
         }
         if (!h->stepped && (h->nseg == 0 || shm_step(h)))
             h->stepped = 1;
+        if (s->call_pend) /* (no flag written by the step yet) */
+            shm_call_flush(s);
         /* (after the step, whose flag reads bring the others' call words) */
         if (!h->checked && shm_call_check(h) < 0)
             continue; /* the calls differ: op fails above */

@@ -68,7 +68,7 @@
  * member starts the same ops with the same arguments. Each op n (numbered
  * from 1 when it becomes the head) writes a call word, its kind, dtype, op,
  * root, count and n packed (shm_call_word), into call[n % 2] of its in line
- * before it publishes anything, and completes only once it has read every
+ * with its first flag (or after its first step), and completes only once it has read every
  * other member's word of op n (which the flag reads of most ops bring into
  * the cache anyway). A word that differs marks the segment broken (4) with
  * a message naming the member and the field: the op and every later one
@@ -217,6 +217,9 @@ struct gcl_shm {
                         * 3: a member abandoned an op (lost_rank: which);
                         * 4: the members' calls differ (mismatch: how) */
     uint32_t nops;     /* ops started so far ("call check") */
+    int call_pend;     /* call_word not written yet (shm_call_flush) */
+    int call_slot;
+    uint64_t call_word;
     char mismatch[320];
     /* lost members (peer_gone below): looked for only once the head op has
      * made no progress for LOST_IDLE_S */
@@ -259,12 +262,23 @@ static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
         return (char *)in_line(s, j)->inl[g % s->nbuf];
     return s->data + ((size_t)j * s->nbuf + g % s->nbuf) * s->slot;
 }
+/* The head op's call word ("call check"), written with the op's first flag
+ * (one write of the line the others poll) or after its first step. */
+static inline void shm_call_flush(gcl_shm_t *s)
+{
+    s->call_pend = 0;
+    atomic_store_explicit(&in_line(s, s->rank)->call[s->call_slot], s->call_word, memory_order_release);
+}
 static inline void publish_in(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(&in_line(s, s->rank)->in, g, memory_order_release);
 }
 static inline void publish_red(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(red_ctr(s, s->rank), g, memory_order_release);
 }
 static inline int in_ready(gcl_shm_t *s, int j, uint64_t g)
@@ -290,6 +304,8 @@ static inline int all_in(gcl_shm_t *s, uint64_t g)
 }
 static inline void publish_rd(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(&in_line(s, s->rank)->rd, g, memory_order_release);
 }
 /* Has member j finished reading segment g - nbuf (the previous use of
@@ -347,8 +363,8 @@ int shm_step(gcl_shm_op_t *o);
 void shm_stage_nt_choose(gcl_shm_op_t *o);
 void shm_stage_nt_update(gcl_shm_op_t *o);
 size_t shm_llc_bytes(void);
-/* shm_check.c: the call word of op o (posted: o->word, in this member's
- * in line; ops without segments are checked already); the check of o
+/* shm_check.c: the call word of op o (o->word, written with its first flag:
+ * shm_call_flush; ops without segments are checked already); the check of o
  * against the other members' words: 1 all match (o->checked), 0 not all
  * there yet, -1 one differs (the segment is broken, 4). */
 void shm_call_post(gcl_shm_op_t *o);
