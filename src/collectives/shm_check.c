@@ -46,7 +46,6 @@ void shm_call_post(gcl_shm_op_t *o)
     o->num = ++s->nops;
     o->word = shm_call_word(o);
     s->call_word = o->word;
-    s->call_slot = (int)(o->num & 1);
     s->call_pend = 1;
 }
 
@@ -88,6 +87,18 @@ static void describe(gcl_shm_op_t *o, int j, uint64_t w)
              "(the segment is unusable from here on)", o->num, j, s->size, f);
 }
 
+/* Member j's word w against op o's: 0 the same op (compare), 1 its next op
+ * (j completed o's: the words matched), else j has not started it yet. */
+static unsigned ahead(const gcl_shm_op_t *o, uint64_t w)
+{
+    return (W_NUM(w) - o->num) & 0xff;
+}
+
+int shm_call_seen(const gcl_shm_op_t *o, int j)
+{
+    return ahead(o, atomic_load_explicit(&in_line(o->shm, j)->call, memory_order_acquire)) <= 1;
+}
+
 int shm_call_check(gcl_shm_op_t *o)
 {
     gcl_shm_t *s = o->shm;
@@ -95,10 +106,13 @@ int shm_call_check(gcl_shm_op_t *o)
         int j = o->ck;
         if (j == s->rank)
             continue;
-        uint64_t w = atomic_load_explicit(&in_line(s, j)->call[o->num & 1], memory_order_acquire);
-        if (W_NUM(w) != (o->num & 0xff))
+        uint64_t w = atomic_load_explicit(&in_line(s, j)->call, memory_order_acquire);
+        unsigned d = ahead(o, w);
+        if (d > 1)
             return 0; /* j has not started op num yet */
-        if (w != o->word) {
+        if (d == 0 && w != o->word) {
+            if (s->call_pend) /* the others find the difference too */
+                shm_call_flush(s);
             describe(o, j, w);
             s->broken = 4;
             return -1;

@@ -11,8 +11,9 @@
  *   GCL_SHM_NBUF says up to NBUF = 7).
  * An "in" line holds the member's in counter, B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
- * (one cache-line transfer per peer), its rd counter, and its last two call
- * words ("call check" below). A "red" line holds the red counter
+ * (one cache-line transfer per peer), its rd counter, and its call word
+ * ("call check" below; in, call word and the first 3 inline areas share
+ * one 64-byte line). A "red" line holds the red counter
  * and who the member is (pid, pid namespace, start time: written at open,
  * read only to look for a lost member); the header line, the member found
  * lost, if any ("lost members" below). A "desc" line says where the
@@ -36,8 +37,8 @@
  * buffer's previous use). These rules are all the flow control there is: no
  * "done" flags, no resets, the copy-in of segment g + 1 overlaps the
  * reduction of g (a member runs up to B - 2 segments ahead of its copy-out),
- * and a broadcast root runs up to B segments ahead of its slowest reader,
- * across ops (as an MPI root's eager sends do).
+ * and a broadcast root stages up to B segments ahead of its slowest reader
+ * (it completes once every reader has started the op: "call check").
  *
  * Ops from 4 KiB (reductions) or 16 KiB write staging with ordinary or
  * streaming stores, chosen per op by timing (stage_nt_choose below).
@@ -59,7 +60,7 @@
  *     (ar_direct below).
  *   reduce_scatter: the same without the copy-out (result straight to recv).
  *   allgather: each member stages its piece, all copy every piece out.
- *   broadcast: the root stages, the others copy out (root runs B ahead).
+ *   broadcast: the root stages, the others copy out (root stages B ahead).
  *   barrier: publish, wait for everyone.
  * Waiting never spins here: a step whose flag is not ready returns
  * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed).
@@ -67,17 +68,18 @@
  * Call check (always on): the segment numbers above only agree while every
  * member starts the same ops with the same arguments. Each op n (numbered
  * from 1 when it becomes the head) writes a call word, its kind, dtype, op,
- * root, count and n packed (shm_call_word), into call[n % 2] of its in line
- * with its first flag (or after its first step), and completes only once it has read every
- * other member's word of op n (which the flag reads of most ops bring into
- * the cache anyway). A word that differs marks the segment broken (4) with
- * a message naming the member and the field: the op and every later one
- * fail with GCL_ERR_MISMATCH on every member, since every member finds one
- * that differs from its own. Two words suffice: a member starts op n + 2
- * only after every member has started op n + 1, that is, completed op n.
- * Reads of another member's staging before the check stay inside the
- * segment; the direct allreduce, which writes into the others' buffers,
- * waits for it. */
+ * root, count and n packed (shm_call_word), into its in line with its first
+ * flag (or after its first step), and completes only once it has seen every
+ * other member's word of op n match (the flag reads of most ops bring the
+ * line into the cache anyway), or its word of op n + 1. A word that differs
+ * marks the segment broken (4) with a message naming the member and the
+ * field: the op and every later one fail with GCL_ERR_MISMATCH on every
+ * member, since every member finds one that differs from its own. One word
+ * suffices: a member that wrote its word of op n + 1 completed op n, so it
+ * saw every word of op n match its own; and it cannot write that of op
+ * n + 2 before this member has completed op n. Reads of another member's
+ * staging before the check stay inside the segment; the direct allreduce,
+ * which writes into the others' buffers, waits for it. */
 #ifndef GCL_SHM_IMPL_H
 #define GCL_SHM_IMPL_H
 
@@ -92,7 +94,7 @@
 #include <stdint.h>
 
 #define LINE 128
-#define NBUF 6 /* most staging buffers per member (in line: 8 + 6 * 16 + 8 + 2 * 8 <= LINE) */
+#define NBUF 6 /* most staging buffers per member (in line: 2 * 8 + 6 * 16 + 8 <= LINE) */
 #define INL_BYTES 16
 #define SHM_MAGIC 0x67636c73686d3034ull /* "gclshm04" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
@@ -106,9 +108,9 @@
 
 typedef struct {
     _Atomic uint64_t in;
+    _Atomic uint64_t call; /* call word of the member's latest op ("call check") */
     unsigned char inl[NBUF][INL_BYTES];
     _Atomic uint64_t rd; /* "read" counter (flow control below) */
-    _Atomic uint64_t call[2]; /* call words of ops n (by n % 2) ("call check") */
 } in_line_t;
 _Static_assert(sizeof(in_line_t) <= LINE, "an in line fits its line");
 
@@ -218,7 +220,6 @@ struct gcl_shm {
                         * 4: the members' calls differ (mismatch: how) */
     uint32_t nops;     /* ops started so far ("call check") */
     int call_pend;     /* call_word not written yet (shm_call_flush) */
-    int call_slot;
     uint64_t call_word;
     char mismatch[320];
     /* lost members (peer_gone below): looked for only once the head op has
@@ -267,7 +268,7 @@ static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
 static inline void shm_call_flush(gcl_shm_t *s)
 {
     s->call_pend = 0;
-    atomic_store_explicit(&in_line(s, s->rank)->call[s->call_slot], s->call_word, memory_order_release);
+    atomic_store_explicit(&in_line(s, s->rank)->call, s->call_word, memory_order_release);
 }
 static inline void publish_in(gcl_shm_t *s, uint64_t g)
 {
@@ -369,6 +370,8 @@ size_t shm_llc_bytes(void);
  * there yet, -1 one differs (the segment is broken, 4). */
 void shm_call_post(gcl_shm_op_t *o);
 int shm_call_check(gcl_shm_op_t *o);
+/* Has member j written its call word of op o yet? */
+int shm_call_seen(const gcl_shm_op_t *o, int j);
 /* shm_lost.c: who this member is (at open); the head op h found nothing to
  * do again: 1 when a member is now known lost; the error of every op of a
  * broken segment. */

@@ -117,6 +117,8 @@ static uint64_t root_stop(const gcl_shm_t *s, int j)
 
 static int needs(const gcl_shm_t *s, const gcl_shm_op_t *h, int j)
 {
+    if (!h->checked && !shm_call_seen(h, j)) /* its call word ("call check") */
+        return 1;
     uint64_t last = h->g0 + h->nseg - 1;
     uint64_t in = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
     if (h->kind == K_BROADCAST && s->rank != h->root) /* a reader: the root's data */
