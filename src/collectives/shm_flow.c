@@ -84,17 +84,14 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
             if (h->nt_key >= 0)
                 h->t0 = gcl_now();
         }
-        /* the others' call words are in the lines whose flags the step
-         * reads: looked at first, so that the step finds the lines in the
-         * cache (once more after it if a word came only then) */
-        if (!h->checked && shm_call_check(h) < 0)
-            continue; /* the calls differ: op fails above */
         if (!h->stepped && (h->nseg == 0 || shm_step(h)))
             h->stepped = 1;
         if (s->call_pend) /* (no flag written by the step yet) */
             shm_call_flush(s);
-        if (h->stepped && !h->checked && shm_call_check(h) < 0)
-            continue;
+        /* after the step, whose flag reads bring the others' lines (read
+         * earlier, a line would be taken from a member about to write it) */
+        if (!h->checked && shm_call_check(h) < 0)
+            continue; /* the calls differ: op fails above */
         if (!h->stepped || !h->checked) {
             if ((++s->idle_polls & (LOST_POLLS - 1)) != 0 || !shm_lost_check(s, h))
                 return GCL_IN_PROGRESS;
