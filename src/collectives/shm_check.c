@@ -1,8 +1,8 @@
 /* libgcl's shared-memory call check (shm_impl.h, "Call check"): every op's
- * call word, posted in the member's in line before the op publishes
- * anything, and compared with every other member's word of the same op, so
- * that members whose calls differ fail with GCL_ERR_MISMATCH instead of
- * reading each other's staging as if they agreed. */
+ * call word, written into the member's in line with the op's first flag,
+ * and compared with every other member's word of the same op, so that
+ * members whose calls differ fail with GCL_ERR_MISMATCH instead of reading
+ * each other's staging as if they agreed. */
 #include "collectives/shm_impl.h"
 
 #include "collectives/types.h"

@@ -370,7 +370,7 @@ size_t shm_llc_bytes(void);
  * there yet, -1 one differs (the segment is broken, 4). */
 void shm_call_post(gcl_shm_op_t *o);
 int shm_call_check(gcl_shm_op_t *o);
-/* Has member j written its call word of op o yet? */
+/* Has member j written its call word of op o (or of its next op) yet? */
 int shm_call_seen(const gcl_shm_op_t *o, int j);
 /* shm_lost.c: who this member is (at open); the head op h found nothing to
  * do again: 1 when a member is now known lost; the error of every op of a
