@@ -59,6 +59,7 @@ typedef struct gcl_ctx {
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
+    int next_id;               /* where a split's id search starts (comm.c) */
     struct gcl_request *live, *live_tail; /* the user's outstanding requests, oldest first */
     ipu_lost_t *lost;          /* lost-rank notices (transport/lost.h); NULL: none */
     unsigned notice_polls;     /* gcl_ctx_notice calls (it looks every 64th) */
