@@ -27,8 +27,15 @@
  *    once. On the UCX transport a send the peer had not taken is ended by
  *    closing the connection to that peer (docs/libgcl.md "Timeouts").
  *  - Collective calls on one communicator must be made by all its members in
- *    the same order with matching arguments (GCL_DEBUG=1 checks this and
- *    reports a mismatch instead of hanging).
+ *    the same order with matching arguments. Every call checks it: where
+ *    the collective, count, dtype, op or root differ, the call returns
+ *    GCL_ERR_MISMATCH on every member, its message naming the member and
+ *    the field. On the network path nothing has moved and the communicator
+ *    stays usable; on shared memory every later call on the communicator
+ *    returns GCL_ERR_MISMATCH too (destroy it). Not checked: count 0, and an
+ *    alltoall against another collective on a one-host communicator
+ *    (docs/libgcl.md "Mismatched calls"). GCL_DEBUG=1 also reports one
+ *    member's argument error to the others.
  *  - A context (the communicators of one gcl_init_* and their splits) is
  *    used by one thread at a time: they share one transport worker.
  *  - Destroy/finalize functions accept NULL and return void.
@@ -71,7 +78,7 @@ typedef enum {
     GCL_ERR_NO_MEMORY     = -2,
     GCL_ERR_TRANSPORT     = -3,  /**< a peer failed or the network did */
     GCL_ERR_TIMED_OUT     = -4,  /**< the communicator's/call's timeout expired */
-    GCL_ERR_MISMATCH      = -5,  /**< GCL_DEBUG: members called with different arguments */
+    GCL_ERR_MISMATCH      = -5,  /**< members called different collectives or with other arguments */
     GCL_ERR_UNSUPPORTED   = -6,  /**< combination not implemented (e.g. op on dtype) */
     GCL_ERR_NOT_MEMBER    = -7,  /**< a split gave this rank no communicator (color GCL_UNDEFINED) */
     GCL_ERR_MESSAGE_SIZE  = -8,  /**< gcl_recv/irecv: the message matched is longer (as MPI_ERR_TRUNCATE)

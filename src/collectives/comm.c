@@ -265,14 +265,22 @@ gcl_status_t gcl_comm_shm_error(gcl_comm_t *c, const char *name, gcl_status_t st
 
 typedef struct split_rec {
     int color, key;
+    int next;          /* where this member's next id search starts */
     uint64_t used[GCL_MAX_IDS / 64];
 } split_rec_t;
 
+/* The first id not in used from `from` on, wrapping around; -1: none.
+ * Ids are taken in turn, not the lowest free one: a message left over from
+ * a destroyed communicator (a late member's call that the others gave up
+ * on) then meets a communicator of the same id only after thousands of
+ * splits, not in the next one. */
 static int first_free(const uint64_t *used, int from)
 {
-    for (int id = from; id < GCL_MAX_IDS; id++)
+    for (int k = 0; k < GCL_MAX_IDS; k++) {
+        int id = (from + k) % GCL_MAX_IDS;
         if (!(used[id / 64] & (UINT64_C(1) << (id % 64))))
             return id;
+    }
     return -1;
 }
 
@@ -284,7 +292,7 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
     if (color < 0 && color != GCL_UNDEFINED)
         return gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_comm_split: color %d is negative", color);
     gcl_ctx_t *ctx = comm->ctx;
-    split_rec_t mine = {.color = color, .key = key}, *all = malloc((size_t)comm->size * sizeof(split_rec_t));
+    split_rec_t mine = {.color = color, .key = key, .next = ctx->next_id}, *all = malloc((size_t)comm->size * sizeof(split_rec_t));
     if (all == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_comm_split: out of memory");
     memcpy(mine.used, ctx->used_ids, sizeof(mine.used));
@@ -304,10 +312,17 @@ gcl_status_t gcl_comm_split(gcl_comm_t *comm, int color, int key, gcl_comm_t **o
                              comm->rank, comm->size, msg);
     }
     uint64_t used[GCL_MAX_IDS / 64] = {0};
-    for (int i = 0; i < comm->size; i++)
+    int from = 0;
+    for (int i = 0; i < comm->size; i++) {
         for (int k = 0; k < GCL_MAX_IDS / 64; k++)
             used[k] |= all[i].used[k];
-    int id = first_free(used, 0), sub = id >= 0 ? first_free(used, id + 1) : -1;
+        from = all[i].next > from ? all[i].next : from;
+    }
+    int id = first_free(used, from), sub = id >= 0 ? first_free(used, id + 1) : -1;
+    if (sub == id)
+        sub = -1;
+    if (sub >= 0)
+        ctx->next_id = (sub + 1) % GCL_MAX_IDS;
     if (color == GCL_UNDEFINED) {
         free(all);
         *out = NULL;

@@ -59,6 +59,7 @@ typedef struct gcl_ctx {
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];
+    int next_id;               /* where a split's id search starts (comm.c) */
     struct gcl_request *live, *live_tail; /* the user's outstanding requests, oldest first */
     ipu_lost_t *lost;          /* lost-rank notices (transport/lost.h); NULL: none */
     unsigned notice_polls;     /* gcl_ctx_notice calls (it looks every 64th) */
@@ -92,7 +93,7 @@ struct gcl_comm {
 
 /* ---------------------------------------------------------- schedules */
 
-typedef enum { GOP_SEND, GOP_RECV, GOP_REDUCE, GOP_COPY, GOP_SUB, GOP_SHM } gcl_op_kind_t;
+typedef enum { GOP_SEND, GOP_RECV, GOP_REDUCE, GOP_COPY, GOP_SUB, GOP_SHM, GOP_CALL } gcl_op_kind_t;
 
 /* A collective's arguments (also those of a shared-memory op). */
 typedef struct gcl_args {
@@ -116,6 +117,7 @@ typedef struct gcl_sop {
     ipu_treq_t *treq;
     gcl_request_t *sub;
     gcl_shm_op_t *shm_op;      /* GOP_SHM: started (held) when added */
+    gcl_status_t (*fn)(gcl_request_t *r, void *arg); /* GOP_CALL: fn(r, dst) */
     int ndeps, deps[GCL_MAX_DEPS];
     int nwait, succ_off, nsucc;
 } gcl_sop_t;
@@ -191,6 +193,8 @@ int gcl_s_reduce(gcl_request_t *r, void *dst, const void *a, const void *b, size
 int gcl_s_copy(gcl_request_t *r, void *dst, const void *src, size_t bytes, int d0, int d1);
 int gcl_s_sub(gcl_request_t *r, gcl_request_t *child, int d0, int d1);
 int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
+/* A local step: fn(r, arg); an error it returns fails r. */
+int gcl_s_call(gcl_request_t *r, gcl_status_t (*fn)(gcl_request_t *r, void *arg), void *arg, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
 /* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
 gcl_status_t gcl_req_progress(gcl_request_t *r);
@@ -245,6 +249,15 @@ gcl_status_t gcl_p2p_start(int is_send, const void *buf, size_t count, gcl_dtype
  * member's arguments were invalid, local (with its message) where this
  * member's were. */
 gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a, gcl_status_t local);
+
+/* The call check of a collective on the network path (check.c): before
+ * any of r's ops so far starts, the members exchange what they were called
+ * with (collective, count, dtype, op, root, sequence number) by
+ * dissemination in ceil(log2 size) rounds of one small message, in the
+ * GCL_SCOPE_DEBUG scope; where any member's call differs, r fails on every
+ * member with GCL_ERR_MISMATCH naming the lowest such rank and the field
+ * before any data moved (the communicator stays usable). Returns r->err. */
+gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a);
 
 /* builders, one per collective; alg already decided and applicable */
 gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);

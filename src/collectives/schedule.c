@@ -250,6 +250,16 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1)
     return i;
 }
 
+int gcl_s_call(gcl_request_t *r, gcl_status_t (*fn)(gcl_request_t *r, void *arg), void *arg, int d0, int d1)
+{
+    int i = add(r, GOP_CALL, d0, d1);
+    if (i >= 0) {
+        r->ops[i].fn = fn;
+        r->ops[i].dst = arg;
+    }
+    return i;
+}
+
 /* ------------------------------------------------------------ engine */
 
 static int is_comm(const gcl_sop_t *o)
@@ -403,6 +413,8 @@ static gcl_status_t run_local(gcl_request_t *r, int i)
 {
     gcl_sop_t *o = &r->ops[i];
     o->state = 1;
+    if (o->kind == GOP_CALL)
+        return o->fn(r, o->dst);
     if (o->kind == GOP_COPY) {
         if (o->n && o->dst != o->a)
             memmove(o->dst, o->a, o->n);
@@ -424,7 +436,8 @@ static gcl_status_t fail(gcl_request_t *r, gcl_status_t st)
     if (st == GCL_ERR_TRANSPORT)
         gcl_ctx_tell(r->comm->ctx, -1); /* a peer lost: tell the others first */
     gcl_set_error(st, "%s", msg);
-    cancel_active(r, st != GCL_ERR_TIMED_OUT);
+    /* a mismatch is every member's: none tells the others */
+    cancel_active(r, st != GCL_ERR_TIMED_OUT && st != GCL_ERR_MISMATCH);
     r->err = st;
     snprintf(r->errmsg, sizeof(r->errmsg), "%s", gcl_last_error());
     return st;

@@ -208,8 +208,8 @@ static int ar_step(gcl_shm_op_t *o)
     if (o->kind == K_ALLREDUCE && o->direct >= 0 && o->count * o->es >= s->direct_min) {
         if (!ar_direct_decide(o))
             return 0;
-        if (o->direct > 0)
-            return ar_direct(o);
+        if (o->direct > 0) /* it writes into the others' buffers: only once the calls agree */
+            return o->checked && ar_direct(o);
     }
     if (o->oneshot)
         return ar_oneshot(o);

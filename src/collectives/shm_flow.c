@@ -80,10 +80,19 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
             return GCL_IN_PROGRESS;
         if (!h->started) {
             h->started = 1;
+            shm_call_post(h);
             if (h->nt_key >= 0)
                 h->t0 = gcl_now();
         }
-        if (h->nseg > 0 && !shm_step(h)) {
+        if (!h->stepped && (h->nseg == 0 || shm_step(h)))
+            h->stepped = 1;
+        if (s->call_pend) /* (no flag written by the step yet) */
+            shm_call_flush(s);
+        /* after the step, whose flag reads bring the others' lines (read
+         * earlier, a line would be taken from a member about to write it) */
+        if (!h->checked && shm_call_check(h) < 0)
+            continue; /* the calls differ: op fails above */
+        if (!h->stepped || !h->checked) {
             if ((++s->idle_polls & (LOST_POLLS - 1)) != 0 || !shm_lost_check(s, h))
                 return GCL_IN_PROGRESS;
             continue; /* a member is lost: op fails above */

@@ -11,7 +11,9 @@
  *   GCL_SHM_NBUF says up to NBUF = 7).
  * An "in" line holds the member's in counter, B inline areas of 16
  * bytes, so a message of up to 16 bytes travels in the line its flag is in
- * (one cache-line transfer per peer), and its rd counter. A "red" line holds the red counter
+ * (one cache-line transfer per peer), its rd counter, and its call word
+ * ("call check" below; in, call word and the first 3 inline areas share
+ * one 64-byte line). A "red" line holds the red counter
  * and who the member is (pid, pid namespace, start time: written at open,
  * read only to look for a lost member); the header line, the member found
  * lost, if any ("lost members" below). A "desc" line says where the
@@ -35,8 +37,8 @@
  * buffer's previous use). These rules are all the flow control there is: no
  * "done" flags, no resets, the copy-in of segment g + 1 overlaps the
  * reduction of g (a member runs up to B - 2 segments ahead of its copy-out),
- * and a broadcast root runs up to B segments ahead of its slowest reader,
- * across ops (as an MPI root's eager sends do).
+ * and a broadcast root stages up to B segments ahead of its slowest reader
+ * (it completes once every reader has started the op: "call check").
  *
  * Ops from 4 KiB (reductions) or 16 KiB write staging with ordinary or
  * streaming stores, chosen per op by timing (stage_nt_choose below).
@@ -58,10 +60,26 @@
  *     (ar_direct below).
  *   reduce_scatter: the same without the copy-out (result straight to recv).
  *   allgather: each member stages its piece, all copy every piece out.
- *   broadcast: the root stages, the others copy out (root runs B ahead).
+ *   broadcast: the root stages, the others copy out (root stages B ahead).
  *   barrier: publish, wait for everyone.
  * Waiting never spins here: a step whose flag is not ready returns
- * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed). */
+ * GCL_IN_PROGRESS and the caller polls (yielding when oversubscribed).
+ *
+ * Call check (always on): the segment numbers above only agree while every
+ * member starts the same ops with the same arguments. Each op n (numbered
+ * from 1 when it becomes the head) writes a call word, its kind, dtype, op,
+ * root, count and n packed (shm_call_word), into its in line with its first
+ * flag (or after its first step), and completes only once it has seen every
+ * other member's word of op n match (the flag reads of most ops bring the
+ * line into the cache anyway), or its word of op n + 1. A word that differs
+ * marks the segment broken (4) with a message naming the member and the
+ * field: the op and every later one fail with GCL_ERR_MISMATCH on every
+ * member, since every member finds one that differs from its own. One word
+ * suffices: a member that wrote its word of op n + 1 completed op n, so it
+ * saw every word of op n match its own; and it cannot write that of op
+ * n + 2 before this member has completed op n. Reads of another member's
+ * staging before the check stay inside the segment; the direct allreduce,
+ * which writes into the others' buffers, waits for it. */
 #ifndef GCL_SHM_IMPL_H
 #define GCL_SHM_IMPL_H
 
@@ -76,9 +94,9 @@
 #include <stdint.h>
 
 #define LINE 128
-#define NBUF 7 /* most staging buffers per member (in line: 8 + 7 * 16 + 8 <= LINE) */
+#define NBUF 6 /* most staging buffers per member (in line: 2 * 8 + 6 * 16 + 8 <= LINE) */
 #define INL_BYTES 16
-#define SHM_MAGIC 0x67636c73686d3033ull /* "gclshm03" */
+#define SHM_MAGIC 0x67636c73686d3034ull /* "gclshm04" */
 #define SUB_BYTES 8192                  /* reduce sub-block (stays in L1) */
 #define ONESHOT_MAX_DEFAULT (16 * 1024)
 /* Allreduces on registered memory run direct from 2 KiB (below, the
@@ -90,6 +108,7 @@
 
 typedef struct {
     _Atomic uint64_t in;
+    _Atomic uint64_t call; /* call word of the member's latest op ("call check") */
     unsigned char inl[NBUF][INL_BYTES];
     _Atomic uint64_t rd; /* "read" counter (flow control below) */
 } in_line_t;
@@ -172,6 +191,11 @@ struct gcl_shm_op {
     int direct;       /* allreduce: 0 undecided, 1 on registered buffers
                        * (ar_direct), -1 through staging */
     int posted;       /* its desc line is written (ar_direct_decide) */
+    uint32_t num;     /* op number on the segment (from 1; "call check") */
+    uint64_t word;    /* its call word */
+    int stepped;      /* its part of the algorithm is done */
+    int checked;      /* every member's call word matched */
+    int ck;           /* members checked so far (in order, skipping this one) */
 };
 
 struct gcl_shm {
@@ -192,7 +216,12 @@ struct gcl_shm {
     const char **srcs;            /* size entries: reduction sources */
     gcl_shm_op_t *head, *tail, *free_ops;
     int broken;        /* 1: an op was cancelled; 2: a member was lost (lost_*);
-                        * 3: a member abandoned an op (lost_rank: which) */
+                        * 3: a member abandoned an op (lost_rank: which);
+                        * 4: the members' calls differ (mismatch: how) */
+    uint32_t nops;     /* ops started so far ("call check") */
+    int call_pend;     /* call_word not written yet (shm_call_flush) */
+    uint64_t call_word;
+    char mismatch[320];
     /* lost members (peer_gone below): looked for only once the head op has
      * made no progress for LOST_IDLE_S */
     unsigned idle_polls;
@@ -234,12 +263,23 @@ static inline char *buf(const gcl_shm_t *s, int j, uint64_t g, int inl)
         return (char *)in_line(s, j)->inl[g % s->nbuf];
     return s->data + ((size_t)j * s->nbuf + g % s->nbuf) * s->slot;
 }
+/* The head op's call word ("call check"), written with the op's first flag
+ * (one write of the line the others poll) or after its first step. */
+static inline void shm_call_flush(gcl_shm_t *s)
+{
+    s->call_pend = 0;
+    atomic_store_explicit(&in_line(s, s->rank)->call, s->call_word, memory_order_release);
+}
 static inline void publish_in(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(&in_line(s, s->rank)->in, g, memory_order_release);
 }
 static inline void publish_red(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(red_ctr(s, s->rank), g, memory_order_release);
 }
 static inline int in_ready(gcl_shm_t *s, int j, uint64_t g)
@@ -265,6 +305,8 @@ static inline int all_in(gcl_shm_t *s, uint64_t g)
 }
 static inline void publish_rd(gcl_shm_t *s, uint64_t g)
 {
+    if (s->call_pend)
+        shm_call_flush(s);
     atomic_store_explicit(&in_line(s, s->rank)->rd, g, memory_order_release);
 }
 /* Has member j finished reading segment g - nbuf (the previous use of
@@ -322,6 +364,14 @@ int shm_step(gcl_shm_op_t *o);
 void shm_stage_nt_choose(gcl_shm_op_t *o);
 void shm_stage_nt_update(gcl_shm_op_t *o);
 size_t shm_llc_bytes(void);
+/* shm_check.c: the call word of op o (o->word, written with its first flag:
+ * shm_call_flush; ops without segments are checked already); the check of o
+ * against the other members' words: 1 all match (o->checked), 0 not all
+ * there yet, -1 one differs (the segment is broken, 4). */
+void shm_call_post(gcl_shm_op_t *o);
+int shm_call_check(gcl_shm_op_t *o);
+/* Has member j written its call word of op o (or of its next op) yet? */
+int shm_call_seen(const gcl_shm_op_t *o, int j);
 /* shm_lost.c: who this member is (at open); the head op h found nothing to
  * do again: 1 when a member is now known lost; the error of every op of a
  * broken segment. */

@@ -117,6 +117,8 @@ static uint64_t root_stop(const gcl_shm_t *s, int j)
 
 static int needs(const gcl_shm_t *s, const gcl_shm_op_t *h, int j)
 {
+    if (!h->checked && !shm_call_seen(h, j)) /* its call word ("call check") */
+        return 1;
     uint64_t last = h->g0 + h->nseg - 1;
     uint64_t in = atomic_load_explicit(&in_line(s, j)->in, memory_order_acquire);
     if (h->kind == K_BROADCAST && s->rank != h->root) /* a reader: the root's data */
@@ -204,6 +206,8 @@ gcl_status_t shm_broken_error(const gcl_shm_t *s, const char *what)
     if (s->broken == 2)
         return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: lost rank %d of %d on this host (pid %d): its process is gone; "
                     "the job cannot continue", what, s->lost_rank, s->size, s->lost_pid);
+    if (s->broken == 4)
+        return gcl_set_error(GCL_ERR_MISMATCH, "gcl_shm_%s: %s", what, s->mismatch);
     if (s->broken == 3)
         return gcl_set_error(GCL_ERR_TRANSPORT, "gcl_shm_%s: rank %d of %d on this host gave up on the segment after an error "
                     "of its own (its message says which); the job cannot continue", what,

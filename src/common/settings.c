@@ -61,7 +61,7 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
                               "testing: pretend every k consecutive ranks share a host (0: the real hosts)"},
     [IPU_SET_GCL_SHM_SLOT_BYTES] = {"GCL_SHM_SLOT_BYTES", IPU_SETTING_SIZE, "256K", NULL, 4096, 256 << 20, 0, NULL,
                                     "staging segment per member of the shared-memory path"},
-    [IPU_SET_GCL_SHM_NBUF] = {"GCL_SHM_NBUF", IPU_SETTING_INT, "3", NULL, 3, 7, IPU_SETTING_CLAMP, NULL,
+    [IPU_SET_GCL_SHM_NBUF] = {"GCL_SHM_NBUF", IPU_SETTING_INT, "3", NULL, 3, 6, IPU_SETTING_CLAMP, NULL,
                               "staging segments kept per member; a member runs up to this many minus 2 "
                               "segments ahead of its slowest peer"},
     [IPU_SET_GCL_SHM_ONESHOT_MAX] = {"GCL_SHM_ONESHOT_MAX", IPU_SETTING_SIZE, "16K", NULL, 0, IPU_SETTING_NO_MAX, 0,

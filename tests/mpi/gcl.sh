@@ -9,7 +9,8 @@
 #   split     color/key, GCL_UNDEFINED, CONSECUTIVE / ORTHOGONAL groups,
 #             non-blocking collectives in flight on several at once
 #   timeout   one rank never joins: GCL_ERR_TIMED_OUT on every caller, in time
-#   mismatch  GCL_DEBUG=1, one rank calls differently: GCL_ERR_MISMATCH on all
+#   mismatch  one rank calls differently: GCL_ERR_MISMATCH on all, with
+#             GCL_DEBUG=1, and without it on shared memory and GCL_NO_SHM=1
 #   algo      every algorithm forced with GCL_<COLL>_ALGO
 #   reg       the matrix on registered memory (gcl_mem_alloc): allreduces
 #             run direct; mixed with plain buffers; split communicators

@@ -8,7 +8,8 @@
  *  - mismatch (a world made with GCL_DEBUG=1): the last rank calls with
  *    another count, dtype, op, root or collective; every rank gets
  *    GCL_ERR_MISMATCH; one rank's argument error is GCL_ERR_MISMATCH at the
- *    others. Calls that match still succeed with GCL_DEBUG=1.
+ *    others. Calls that match still succeed with GCL_DEBUG=1. The same
+ *    without GCL_DEBUG on each path: gcl_mismatch.c.
  *  - late wait and sequence window (every rank): late_wait_and_window.
  *  - a late rank gets nothing of the calls that timed out on the others,
  *    whose buffers are reused at once: late_peer_data; and it gets its
@@ -389,4 +390,5 @@ void suite_mismatch(void)
     /* the debug world is unharmed */
     test_reductions(dw, MPI_COMM_WORLD, GCL_INT32, GCL_SUM, 7, 2002, COLL_ALLREDUCE);
     gcl_finalize(dw);
+    suite_mismatch_checked();
 }

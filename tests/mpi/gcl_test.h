@@ -47,6 +47,8 @@ void check_allreduce_on(MPI_Comm mc, const char *what, const void *in, const voi
 void suite_split(void);
 void suite_timeout(void);
 void suite_mismatch(void);
+/* gcl_mismatch.c: the same without GCL_DEBUG, on each path (part of suite_mismatch) */
+void suite_mismatch_checked(void);
 void suite_algo(int big);
 void suite_reg(int big);
 /* The matrix of gcl_test.c for the members of one communicator (used by
