@@ -3,9 +3,12 @@
 # .onnx file (raw_data, not external data) runs as 2 pipeline stages on 2
 # ranks; each rank must copy only its own stage's weight. Its peak RSS above
 # that of the same model with 32 KiB weights (measured here, same ranks)
-# must stay under 48 MiB: its own 32 MiB plus activations. Parsing the whole
-# model on every rank (protobuf-c copies every weight, and the file's pages
-# are read) cost 120 MiB (142 MiB per rank). Outputs must equal the single-rank run's.
+# must stay under 80 MiB: its own 32 MiB, the copy of it that the MatMul
+# keeps in oneDNN's layout (another 32 MiB; the original is not freed yet)
+# plus activations; the other rank's weight would add 32 MiB more. Parsing
+# the whole model on every rank (protobuf-c copies every weight, and the
+# file's pages are read) cost 120 MiB more. Outputs must equal the
+# single-rank run's.
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import onnx, numpy" 2>/dev/null || { echo "SKIP: no onnx/numpy"; exit 77; }
@@ -37,10 +40,10 @@ small=$(rss "$W/small.onnx") && big=$(rss "$W/big.onnx") || { fail "the 2-rank r
 echo "peak RSS per rank MiB: 32 KiB weights: $small; 2 x 32 MiB weights: $big"
 set -- $small $big
 if [ $# -eq 4 ] && awk -v s0="$1" -v s1="$2" -v b0="$3" -v b1="$4" \
-        'BEGIN { exit !(b0 - s0 < 48 && b1 - s1 < 48 && b0 - s0 > 16 && b1 - s1 > 16) }'; then
+        'BEGIN { exit !(b0 - s0 < 80 && b1 - s1 < 80 && b0 - s0 > 48 && b1 - s1 > 48) }'; then
     ok "each rank holds its own stage's weight only (+$(awk -v a="$3" -v b="$1" 'BEGIN{print a-b}') / +$(awk -v a="$4" -v b="$2" 'BEGIN{print a-b}') MiB)"
 else
-    fail "peak RSS per rank: 32 KiB weights $small, 32 MiB weights $big (each rank must add 16-48 MiB)"
+    fail "peak RSS per rank: 32 KiB weights $small, 32 MiB weights $big (each rank must add 48-80 MiB)"
 fi
 "$EXE" "$W/big.onnx" --batches 4 --output-dir "$W/ref" >/dev/null 2>"$W/err" || { fail "single-rank run"; cat "$W/err"; }
 if diff -r "$W/ref" "$W/out.big.onnx" >/dev/null; then ok "2-rank outputs identical to one rank"

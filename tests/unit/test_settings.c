@@ -67,11 +67,11 @@ static void test_int(void **state)
     /* a clamped setting: the nearest bound, also beyond a long long */
     char why[200];
     assert_int_equal(ipu_setting_parse(IPU_SET_GCL_SHM_NBUF, "9", &v, why, sizeof(why)), IPU_SETTING_FROM_CLAMPED);
-    assert_int_equal(v, 7);
-    assert_string_equal(why, "out of range (3 to 7)");
+    assert_int_equal(v, 6);
+    assert_string_equal(why, "out of range (3 to 6)");
     expect(IPU_SET_GCL_SHM_NBUF, "0", IPU_SETTING_FROM_CLAMPED, 3);
     expect(IPU_SET_GCL_SHM_NBUF, "-1", IPU_SETTING_FROM_CLAMPED, 3);
-    expect(IPU_SET_GCL_SHM_NBUF, "99999999999999999999", IPU_SETTING_FROM_CLAMPED, 7);
+    expect(IPU_SET_GCL_SHM_NBUF, "99999999999999999999", IPU_SETTING_FROM_CLAMPED, 6);
     expect(IPU_SET_GCL_SHM_NBUF, "5", IPU_SETTING_FROM_ENV, 5);
     expect(IPU_SET_GCL_SHM_NBUF, "x", IPU_SETTING_FROM_INVALID, 3);
 }
@@ -143,7 +143,7 @@ static void test_text(void **state)
     char buf[256];
     assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_SHM_SLOT_BYTES, buf, sizeof(buf)), "4K to 256M");
     assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_SEGMENT_BYTES, buf, sizeof(buf)), "from 4K");
-    assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_SHM_NBUF, buf, sizeof(buf)), "3 to 7 (clamped)");
+    assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_SHM_NBUF, buf, sizeof(buf)), "3 to 6 (clamped)");
     assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_SHM_STAGE_NT, buf, sizeof(buf)), "auto, 1, 0");
     assert_string_equal(ipu_setting_values_text(IPU_SET_GCL_BARRIER_ALGO, buf, sizeof(buf)),
                         "auto, dissemination, shm");
@@ -170,7 +170,7 @@ static void test_getters(void **state)
     assert_string_equal(buf, "4K");
     setenv("GCL_SHM_NBUF", "12", 1);
     assert_int_equal(ipu_setting_current(IPU_SET_GCL_SHM_NBUF, buf, sizeof(buf)), IPU_SETTING_FROM_CLAMPED);
-    assert_string_equal(buf, "7");
+    assert_string_equal(buf, "6");
 
     /* warnings go to stderr: count them in a file */
     fflush(stderr);
@@ -179,7 +179,7 @@ static void test_getters(void **state)
     assert_non_null(f);
     dup2(fileno(f), 2);
     assert_int_equal(ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &i), 1);
-    assert_int_equal(i, 7);
+    assert_int_equal(i, 6);
     assert_int_equal(ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &i), 1); /* no second warning */
     setenv("IPU_EXEC_ABORT_GRACE", "soon", 1);
     assert_int_equal(ipu_setting_int(IPU_SET_IPU_EXEC_ABORT_GRACE, &i), 0);
@@ -197,7 +197,7 @@ static void test_getters(void **state)
     size_t n = fread(text, 1, sizeof(text) - 1, f);
     fclose(f);
     text[n] = '\0';
-    assert_string_equal(text, "libgcl: warning: GCL_SHM_NBUF=12: out of range (3 to 7); using 7\n"
+    assert_string_equal(text, "libgcl: warning: GCL_SHM_NBUF=12: out of range (3 to 6); using 6\n"
                               "ipu-exec: warning: IPU_EXEC_ABORT_GRACE=soon: not an integer; using the default, 10\n");
     unsetenv("GCL_SHM_DIRECT_MIN");
     unsetenv("GCL_SHM_NBUF");
