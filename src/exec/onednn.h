@@ -181,6 +181,13 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
 ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
                           const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx);
 
+/* On (1): the calling thread keeps the weights it reorders for a run whose
+ * weights were not loaded (ipu_dnn_load_weights), for its next runs of the
+ * same primitive at the same address, as a loaded stage has them: the
+ * partitioner's timing (exec/measure.c) then times the primitive, not the
+ * reorder. Off (0): the copy is freed. One copy per thread at a time. */
+void ipu_dnn_keep_weights(int on);
+
 void ipu_dnn_free(ipu_dnn_t *p);
 
 /* Called once by an IPU's worker thread, after it is pinned: its OpenMP

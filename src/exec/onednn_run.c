@@ -60,8 +60,26 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
     return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
 }
 
+/* ipu_dnn_keep_weights(): this thread's copy of the weights last
+ * reordered for a run, kept for the next runs of the same primitive at the
+ * same address. */
+static _Thread_local struct {
+    int on;
+    const ipu_dnn_t *p;
+    const void *from;
+    void *buf;
+} g_keep;
+
+void ipu_dnn_keep_weights(int on)
+{
+    free(g_keep.buf);
+    memset(&g_keep, 0, sizeof(g_keep));
+    g_keep.on = on;
+}
+
 /* The weights to run with: ours, the copy made at load (no lock: it is
- * published atomically), or (*tmp, freed by the caller) a copy made now. */
+ * published atomically), the copy ipu_dnn_keep_weights() kept, or (*tmp,
+ * freed by the caller) a copy made now. */
 static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
                                 const float *w, const void **out, void **tmp)
 {
@@ -74,8 +92,19 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
         *out = ready->buf;
         return IPU_OK;
     }
+    if (g_keep.on && g_keep.p == p && g_keep.from == w) {
+        *out = g_keep.buf;
+        return IPU_OK;
+    }
     ipu_status_t st = reorder_weights(n, p, s, w, tmp);
     *out = *tmp;
+    if (st == IPU_OK && g_keep.on) { /* the caller does not free it now */
+        free(g_keep.buf);
+        g_keep.p = p;
+        g_keep.from = w;
+        g_keep.buf = *tmp;
+        *tmp = NULL;
+    }
     return st;
 }
 
