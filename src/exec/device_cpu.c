@@ -79,6 +79,7 @@ ipu_status_t ipu_device_open(const ipu_device_params_t *params, ipu_device_t **o
         dev->params.capacity = IPU_DEFAULT_MEMORY;
     if (dev->params.threads < 1)
         dev->params.threads = 1;
+    ipu_dnn_set_threads(dev->params.threads); /* the primitives made for it */
     pthread_mutex_init(&dev->mu, NULL);
     pthread_cond_init(&dev->cv, NULL);
     if (pthread_create(&dev->worker, NULL, worker_main, dev) != 0) {

@@ -51,7 +51,7 @@ static double now_ms(void)
 static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double *ms)
 {
     ipu_tensor_t in[n->n_inputs + 1], out[n->n_outputs + 1];
-    ipu_kernel_ctx_t ctx = {.threads = 1};
+    ipu_kernel_ctx_t ctx = {.threads = ipu_dnn_threads()}; /* as its IPU runs it */
     ipu_status_t st = IPU_OK;
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));

@@ -35,6 +35,13 @@ dnnl_engine_t dnn_engine(void)
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
+dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
+                            const_dnnl_primitive_attr_t attr)
+{
+    dnn_team_for_create();
+    return dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL);
+}
+
 dnnl_status_t dnn_engine_status(void)
 {
     pthread_once(&g_once, engine_init);
@@ -304,6 +311,7 @@ dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory
     dnnl_status_t s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success && user_pad)
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    dnn_team_for_create();
     if (s == dnnl_success)
         s = dnnl_reorder_primitive_desc_create(&pd, from, dnn_engine(), to, dnn_engine(), attr);
     if (s == dnnl_success) {

@@ -190,6 +190,18 @@ void ipu_dnn_keep_weights(int on);
 
 void ipu_dnn_free(ipu_dnn_t *p);
 
+/* The size of every IPU's OpenMP team (--threads, >= 1; default 1), set
+ * before the stages' primitives are made (ipu_device_open sets it). oneDNN
+ * fixes the work split of some kernels (brgconv's nthr) from the creating
+ * thread's OpenMP maximum and runs them with that many threads whatever the
+ * runner's team: a primitive made for 2 threads and run by an IPU of 1 core
+ * puts two spinning threads on that core. So every primitive is made for
+ * this many threads, on whichever thread makes it. Process-wide; the last
+ * call wins. */
+void ipu_dnn_set_threads(int threads);
+/* The team size ipu_dnn_set_threads set. */
+int ipu_dnn_threads(void);
+
 /* Called once by an IPU's worker thread, after it is pinned: its OpenMP
  * team (the threads oneDNN runs its primitives on when called from it) is
  * threads (>= 1) threads; thread t is bound to cpus[t % n_cpus] (the team's

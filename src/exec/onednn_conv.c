@@ -80,7 +80,7 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
                     a == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct, &src_any,
                     &wei_any, d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
                 "describing the convolution");
-        dnnl_status_t s = dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL);
+        dnnl_status_t s = dnn_pd_create(&pd, &desc, attr);
         if (s != dnnl_success && (a == 1 || s != dnnl_unimplemented))
             DNN_TRY(s, "choosing a convolution implementation");
         if (s != dnnl_success)

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,25 @@ static void cpu_list(const cpu_set_t *set, char *buf, size_t len)
     for (int c = 0; c < CPU_SETSIZE && off < len; c++)
         if (CPU_ISSET(c, set))
             off += (size_t)snprintf(buf + off, len - off, off ? ",%d" : "%d", c);
+}
+
+static atomic_int g_threads = 1;
+
+void ipu_dnn_set_threads(int threads)
+{
+    atomic_store(&g_threads, threads > 0 ? threads : 1);
+}
+
+int ipu_dnn_threads(void)
+{
+    return atomic_load(&g_threads);
+}
+
+void dnn_team_for_create(void)
+{
+    int t = atomic_load(&g_threads);
+    if (omp_get_max_threads() != t)
+        omp_set_num_threads(t);
 }
 
 void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus)

@@ -71,7 +71,7 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
                 &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_any, &wei_any,
                 d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
             "describing the deconvolution");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL),
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a deconvolution implementation");
     p->wei_user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)

@@ -76,6 +76,16 @@ static inline dnnl_format_tag_t dnn_plain_tag(int nd)
 /* The process's CPU engine, made once (NULL when that failed:
  * dnn_engine_status() says why). */
 dnnl_engine_t dnn_engine(void);
+
+/* Set this thread's OpenMP maximum to the IPUs' team size
+ * (ipu_dnn_set_threads) before a primitive descriptor is made, so the
+ * primitive's work split is for the team that will run it. */
+void dnn_team_for_create(void);
+
+/* dnnl_primitive_desc_create on the CPU engine, for the IPUs' team size
+ * (dnn_team_for_create). */
+dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
+                            const_dnnl_primitive_attr_t attr);
 dnnl_status_t dnn_engine_status(void);
 /* ipu_op_error() naming node n for oneDNN status s while doing what:
  * IPU_ERR_UNSUPPORTED, IPU_ERR_NO_MEMORY or IPU_ERR_INTERNAL. */

@@ -28,7 +28,7 @@ ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_d
     DNN_TRY(dnnl_lrn_forward_desc_init(&desc, dnnl_forward_inference, dnnl_lrn_across_channels,
                                        &data, d->size, d->alpha, d->beta, d->bias),
             "describing the LRN");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL),
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing an LRN implementation");
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;

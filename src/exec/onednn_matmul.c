@@ -31,7 +31,7 @@ ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d,
     DNN_TRY(dnnl_matmul_desc_init(&desc, &a, &b_any, d->has_bias ? &bias : NULL, &y),
             "describing the matmul");
     DNN_TRY(dnn_make_attr(d->alpha, d->sum, &d->post, p, &attr), "setting the attributes");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL),
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a matmul implementation");
     p->src_user = a;
     p->wei_user = b;

@@ -19,7 +19,7 @@ static ipu_status_t finish(const ipu_node_t *n, ipu_dnn_t *p, const void *desc,
                            dnnl_primitive_desc_t *pd)
 {
     ipu_status_t st = IPU_OK;
-    DNN_TRY(dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL),
+    DNN_TRY(dnn_pd_create(pd, desc, attr),
             "choosing an implementation");
     if ((st = dnn_finish(n, p, *pd)) == IPU_OK)
         st = dnn_plain_io(n, p, data, data);

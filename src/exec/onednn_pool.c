@@ -60,7 +60,7 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
     DNN_TRY(dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, pool_alg[d->alg],
                                               &src_prim, &dst_any, strides, kernel, dil, pl, pr),
             "describing the pooling");
-    DNN_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnn_engine(), NULL),
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a pooling implementation");
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;

@@ -39,7 +39,6 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
     dnn_wei_t *cur = atomic_load_explicit(&p->wei, memory_order_acquire);
     if ((cur == NULL || cur->from != w) && (st = dnn_stream(n, &s)) == IPU_OK) {
         dnn_wei_t *rec = calloc(1, sizeof(*rec));
-        omp_set_num_threads(1);
         if (rec == NULL)
             st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
         else if ((st = reorder_weights(n, p, s, w, &rec->buf)) == IPU_OK) {

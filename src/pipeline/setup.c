@@ -183,6 +183,7 @@ static ipu_status_t agree_costs(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const
         return st;
     /* shapes of micro-batch 0, then the plan (identical on every rank); as
      * the single-rank session does: the same kernels, the same bits */
+    ipu_dnn_set_threads(p->threads); /* before any primitive is made */
     if (st == IPU_OK)
         st = p->make_inputs(p->arg, 0, pp->ins);
     if (st == IPU_OK)

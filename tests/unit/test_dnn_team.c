@@ -1,0 +1,86 @@
+/* The OpenMP team oneDNN's primitives run on is the IPU's (--threads), on
+ * whichever thread made them: oneDNN fixes some kernels' work split (the
+ * 1x1 and direct convolutions' nthr) from the creating thread's OpenMP
+ * maximum and runs them with that many threads whatever the runner's team.
+ * A primitive made on a thread whose maximum is the machine's core count
+ * and run with a team of one put a second, spinning thread on the IPU's one
+ * core (each call then waited for a scheduler time slice). Observable: the
+ * process's thread count, which a parallel region of more threads raises
+ * (libgomp keeps its team's threads). Reference: a run with --threads 1
+ * starts no thread; with 2, at most one more. */
+#include "exec/onednn.h"
+#include "harness.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static int process_threads(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* Conv C -> C on H x H with a k x k kernel, every value 0.01: the output
+ * is k*k*C*0.01*0.01 inside the padding-free interior (pads 0). */
+static void run_conv(int64_t C, int64_t H, int64_t k)
+{
+    int64_t xd[4] = {1, C, H, H}, wd[4] = {C, C, k, k};
+    size_t nx = (size_t)(C * H * H), nw = (size_t)(C * C * k * k);
+    float *x = malloc(nx * sizeof(float)), *w = malloc(nw * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(w);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = 0.01f;
+    for (size_t i = 0; i < nw; i++)
+        w[i] = 0.01f;
+    op_case_t *c = oc_new("Conv", 13, 3, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, xd, x);
+    oc_const(c, 1, IPU_DTYPE_FLOAT, 4, wd, w);
+    oc_absent(c, 2);
+    assert_int_equal(oc_run(c), IPU_OK);
+    const ipu_tensor_t *y = oc_output(c, 0);
+    int64_t o = H - k + 1;
+    assert_shape(y, 4, (int64_t[]){1, C, o, o});
+    float want = (float)(k * k * C) * 1e-4f;
+    const float *yd = y->data;
+    for (int64_t i = 0; i < C * o * o; i++)
+        assert_true(yd[i] > want * 0.999f && yd[i] < want * 1.001f);
+    oc_free(c);
+    free(x);
+    free(w);
+}
+
+static void test_team_of_one(void **state)
+{
+    (void)state;
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        skip(); /* one core: every maximum is 1 */
+    int before = process_threads();
+    assert_true(before >= 1);
+    ipu_dnn_set_threads(1);
+    run_conv(256, 14, 1); /* oneDNN's 1x1 kernels */
+    run_conv(64, 16, 3);
+    assert_int_equal(process_threads(), before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_team_of_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
