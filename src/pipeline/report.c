@@ -3,6 +3,8 @@
  * watchdog, fault.h), and the figures made of them. */
 #include "pipeline/internal.h"
 
+#include "common/log.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -65,21 +67,31 @@ static char *gather_profile(const pipe_t *pp, MPI_Comm comm)
         }
         free(t);
     }
-    int n = (int)len, *counts = NULL, *displs = NULL, total = 0;
+    int n = (int)len, *counts = NULL, *displs = NULL, total = 0, ok = 1;
     if (pp->rank == 0) {
         counts = calloc((size_t)pp->world, sizeof(int));
         displs = calloc((size_t)pp->world, sizeof(int));
+        ok = counts && displs;
     }
-    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
-    for (int r = 0; pp->rank == 0 && counts && displs && r < pp->world; r++) {
-        displs[r] = total;
-        total += counts[r];
+    /* rank 0 says whether it can receive before each gather: a gather into
+     * a buffer it could not allocate would crash it */
+    MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+    if (ok) {
+        MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
+        for (int r = 0; pp->rank == 0 && r < pp->world; r++) {
+            displs[r] = total;
+            total += counts[r];
+        }
+        if (pp->rank == 0)
+            ok = (all = malloc((size_t)total + 1)) != NULL;
+        MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
     }
-    if (pp->rank == 0)
-        all = malloc((size_t)total + 1);
-    MPI_Gatherv(mine ? mine : "", n, MPI_CHAR, all, counts, displs, MPI_CHAR, 0, comm);
-    if (all)
-        all[total] = '\0';
+    if (ok) {
+        MPI_Gatherv(mine ? mine : "", n, MPI_CHAR, all, counts, displs, MPI_CHAR, 0, comm);
+        if (all)
+            all[total] = '\0';
+    } else if (pp->rank == 0)
+        ipu_warn("--profile: out of memory gathering the ranks' profiles; none is printed");
     free(mine);
     free(counts);
     free(displs);
