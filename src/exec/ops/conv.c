@@ -40,22 +40,11 @@ static void conv_fini(ipu_node_t *n)
 
 static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0), *wv = ipu_node_input(g, n, 1);
-    const ipu_value_t *b = ipu_node_input(g, n, 2);
-    ipu_value_t *y = ipu_node_output(g, n, 0);
-    if (x == NULL || wv == NULL || y == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
-    if (x->dtype != IPU_DTYPE_FLOAT || wv->dtype != IPU_DTYPE_FLOAT ||
-        (b && b->dtype != IPU_DTYPE_FLOAT))
-        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
-                            ipu_dtype_name(x->dtype != IPU_DTYPE_FLOAT ? x->dtype : wv->dtype));
-    if (x->rank < 3 || x->rank > 5)
-        return ipu_op_error(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
-                            "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
-                            x->rank);
-    if (wv->rank != x->rank)
-        return ipu_op_error(IPU_ERR_SHAPE, n, "W has rank %d, X has rank %d", wv->rank,
-                            x->rank);
+    const ipu_value_t *x, *wv, *b;
+    ipu_value_t *y;
+    ipu_status_t st = ipu_window_conv_operands(g, n, &x, &wv, &b, &y);
+    if (st != IPU_OK)
+        return st;
     int nd = x->rank - 2;
     int64_t group = ipu_attr_int(n, "group", 1);
     int64_t C = x->dims[1], M = wv->dims[0];
@@ -86,7 +75,7 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_window_t w;
     ipu_dnn_conv_desc_t d = {.nd = nd, .N = x->dims[0], .C = C, .M = M, .group = group,
                              .has_bias = b != NULL};
-    ipu_status_t st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
+    st = ipu_window_init(n, nd, x->dims + 2, wv->dims + 2, 0, &w);
     if (st != IPU_OK)
         return st;
     int64_t dims[IPU_MAX_RANK];

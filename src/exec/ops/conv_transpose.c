@@ -97,24 +97,11 @@ static ipu_status_t ct_geometry(const ipu_node_t *n, ipu_dnn_deconv_desc_t *d)
 
 static ipu_status_t ct_infer(ipu_graph_t *g, ipu_node_t *n)
 {
-    const ipu_value_t *x = ipu_node_input(g, n, 0), *wv = ipu_node_input(g, n, 1);
-    const ipu_value_t *b = ipu_node_input(g, n, 2);
-    ipu_value_t *y = ipu_node_output(g, n, 0);
-    if (x == NULL || wv == NULL || y == NULL)
-        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
-    if (x->dtype != IPU_DTYPE_FLOAT || wv->dtype != IPU_DTYPE_FLOAT ||
-        (b && b->dtype != IPU_DTYPE_FLOAT))
-        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
-                            ipu_dtype_name(x->dtype != IPU_DTYPE_FLOAT    ? x->dtype
-                                           : wv->dtype != IPU_DTYPE_FLOAT ? wv->dtype
-                                                                          : b->dtype));
-    if (x->rank < 3 || x->rank > 5)
-        return ipu_op_error(x->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
-                            "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
-                            x->rank);
-    if (wv->rank != x->rank)
-        return ipu_op_error(IPU_ERR_SHAPE, n, "W has rank %d, X has rank %d", wv->rank,
-                            x->rank);
+    const ipu_value_t *x, *wv, *b;
+    ipu_value_t *y;
+    ipu_status_t st = ipu_window_conv_operands(g, n, &x, &wv, &b, &y);
+    if (st != IPU_OK)
+        return st;
     int nd = x->rank - 2;
     int64_t group = ipu_attr_int(n, "group", 1), C = x->dims[1];
     if (group < 1)
@@ -143,7 +130,7 @@ static ipu_status_t ct_infer(ipu_graph_t *g, ipu_node_t *n)
                                 "%lld (both must be >= 1)", j, (long long)d.in[j],
                                 (long long)d.k[j]);
     }
-    ipu_status_t st = ct_geometry(n, &d);
+    st = ct_geometry(n, &d);
     if (st != IPU_OK)
         return st;
     int64_t dims[IPU_MAX_RANK] = {d.N, d.M};

@@ -107,3 +107,30 @@ ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, con
     }
     return IPU_OK;
 }
+
+ipu_status_t ipu_window_conv_operands(ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t **x,
+                                      const ipu_value_t **w, const ipu_value_t **b,
+                                      ipu_value_t **y)
+{
+    *x = ipu_node_input(g, n, 0);
+    *w = ipu_node_input(g, n, 1);
+    *b = ipu_node_input(g, n, 2);
+    *y = ipu_node_output(g, n, 0);
+    if (*x == NULL || *w == NULL || *y == NULL)
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "needs inputs X, W and output Y");
+    const ipu_value_t *bad = (*x)->dtype != IPU_DTYPE_FLOAT   ? *x
+                             : (*w)->dtype != IPU_DTYPE_FLOAT ? *w
+                             : *b && (*b)->dtype != IPU_DTYPE_FLOAT ? *b
+                                                                 : NULL;
+    if (bad)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "dtype %s is not supported (float only)",
+                            ipu_dtype_name(bad->dtype));
+    if ((*x)->rank < 3 || (*x)->rank > 5)
+        return ipu_op_error((*x)->rank < 3 ? IPU_ERR_SHAPE : IPU_ERR_UNSUPPORTED, n,
+                            "X has rank %d (3 to 5 supported: N, C, 1 to 3 spatial dims)",
+                            (*x)->rank);
+    if ((*w)->rank != (*x)->rank)
+        return ipu_op_error(IPU_ERR_SHAPE, n, "W has rank %d, X has rank %d", (*w)->rank,
+                            (*x)->rank);
+    return IPU_OK;
+}

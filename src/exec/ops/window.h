@@ -46,6 +46,16 @@ ipu_status_t ipu_window_auto_pad(const ipu_node_t *n, ipu_auto_pad_t *mode);
 ipu_status_t ipu_window_init(const ipu_node_t *n, int nd, const int64_t *in, const int64_t *k,
                              int ceil_mode, ipu_window_t *w);
 
+/* The checks Conv and ConvTranspose share on their operands: X (0), W (1)
+ * and Y present, X, W and the optional B (2) float32, X of rank 3 to 5 (N,
+ * C, 1 to 3 spatial dims) and W of X's rank. Sets *x, *w, *b (NULL when
+ * absent) and *y. Errors name the node: IPU_ERR_INVALID_MODEL (a missing
+ * operand), IPU_ERR_UNSUPPORTED (another dtype, named; rank above 5),
+ * IPU_ERR_SHAPE (rank below 3, W's rank). */
+ipu_status_t ipu_window_conv_operands(ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t **x,
+                                      const ipu_value_t **w, const ipu_value_t **b,
+                                      ipu_value_t **y);
+
 static inline int64_t ipu_window_in_size(const ipu_window_t *w)
 {
     return w->in[0] * w->in[1] * w->in[2];
