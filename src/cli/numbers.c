@@ -1,29 +1,16 @@
 /* Numbers on the command line and in the launcher's environment: integers
  * in a range and sizes with a K/M/G suffix (cli.h). */
 #include "cli/cli.h"
+#include "common/settings.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 int cli_parse_size(const char *s, size_t *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    /* at least a byte, and below 2^64: converting a larger double to size_t
-     * is undefined (17179869184G came out as 0, the default) */
-    if (*end != '\0' || v < 1 || v >= 18446744073709551616.0)
-        return -1;
+    unsigned long long v;
+    if (ipu_parse_size(s, &v) != 0 || v < 1 || v > SIZE_MAX)
+        return -1; /* at least a byte */
     *out = (size_t)v;
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,19 +180,25 @@ static int parse_bool(const ipu_setting_def_t *d, const char *s, long long *v)
 
 /* An int or size: 0 ok, -1 not a number, 1 beyond a long long (*v: the
  * nearest long long) */
-static int parse_number(const ipu_setting_def_t *d, const char *s, long long *v)
+int ipu_parse_size(const char *s, unsigned long long *out)
 {
+    const unsigned long long top = 0x7fffffffffffffffULL;
     char *end;
-    errno = 0;
-    if (d->type == IPU_SETTING_INT) {
-        *v = strtoll(s, &end, 10);
-        return end == s || *end ? -1 : errno == ERANGE;
-    }
     while (*s == ' ' || *s == '\t')
         s++;
     if (*s < '0' || *s > '9') /* no sign */
         return -1;
-    unsigned long long u = strtoull(s, &end, 0);
+    int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    errno = 0;
+    unsigned long long u = strtoull(s, &end, hex ? 16 : 10); /* "010" is ten */
+    int over = errno == ERANGE;
+    double frac = 0; /* digits after a decimal point */
+    if (*end == '.' && !hex) {
+        const char *f = end;
+        frac = strtod(f, &end); /* ".5" */
+        if (end == f + 1) /* "1." */
+            return -1;
+    }
     int shift = 0;
     const char *unit = *end ? strchr("kmgt", tolower((unsigned char)*end)) : NULL;
     if (unit) {
@@ -204,12 +211,30 @@ static int parse_number(const ipu_setting_def_t *d, const char *s, long long *v)
         end++;
     if (*end)
         return -1;
-    if (errno == ERANGE || u > (unsigned long long)IPU_SETTING_NO_MAX >> shift) {
-        *v = IPU_SETTING_NO_MAX;
+    double part = ldexp(frac, shift); /* the fraction's bytes: whole, or an error */
+    if (part != floor(part))
+        return -1;
+    if (over || u > top >> shift || (u << shift) > top - (unsigned long long)part) {
+        *out = top;
         return 1;
     }
-    *v = (long long)(u << shift);
+    *out = (u << shift) + (unsigned long long)part;
     return 0;
+}
+
+static int parse_number(const ipu_setting_def_t *d, const char *s, long long *v)
+{
+    char *end;
+    errno = 0;
+    if (d->type == IPU_SETTING_INT) {
+        *v = strtoll(s, &end, 10);
+        return end == s || *end ? -1 : errno == ERANGE;
+    }
+    unsigned long long u;
+    int rc = ipu_parse_size(s, &u);
+    if (rc >= 0)
+        *v = rc ? IPU_SETTING_NO_MAX : (long long)u;
+    return rc;
 }
 
 static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -46,9 +46,7 @@ typedef enum {
     IPU_SETTING_BOOL,   /* 1/0, yes/no, on/off, true/false (any case); with
                          * IPU_SETTING_AUTO also "auto", read as -1 */
     IPU_SETTING_INT,    /* decimal integer in [lo, hi] */
-    IPU_SETTING_SIZE,   /* bytes in [lo, hi]: an integer (0x for hex) with an
-                         * optional K, M, G or T suffix (binary: K = 1024),
-                         * optionally followed by "iB" or "B" */
+    IPU_SETTING_SIZE,   /* bytes in [lo, hi], as ipu_parse_size reads them */
     IPU_SETTING_CHOICE, /* one of choices (any case), read as its index */
 } ipu_setting_type_t;
 
@@ -97,6 +95,14 @@ int ipu_setting_bool(ipu_setting_id_t id, int *out);
 int ipu_setting_int(ipu_setting_id_t id, int *out);
 int ipu_setting_choice(ipu_setting_id_t id, int *out);
 int ipu_setting_size(ipu_setting_id_t id, size_t *out);
+
+/* A size in bytes, as the settings and the command line's --ipu-memory
+ * take it: a decimal number (a fraction allowed: 1.5G) or a hex integer
+ * (0x1000), an optional K, M, G or T suffix (binary: K = 1024) optionally
+ * followed by "iB" or "B", leading blanks allowed, no sign. Returns 0 with
+ * *out set; -1 for text that is not a size or a fraction of a byte; 1 when
+ * the value is 2^63 or more (*out = 2^63 - 1). */
+int ipu_parse_size(const char *s, unsigned long long *out);
 
 /* The environment's text for setting id; NULL when unset or empty. */
 const char *ipu_setting_env(ipu_setting_id_t id);

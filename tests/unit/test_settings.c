@@ -85,11 +85,11 @@ static void test_size(void **state)
     } ok[] = {
         {"4096", 4096},     {"64K", 65536},        {"64k", 65536},          {"64KiB", 65536}, {"64KB", 65536},
         {"1M", 1 << 20},    {"1MiB", 1 << 20},     {"2G", 2LL << 30},       {"1T", 1LL << 40}, {"0x1000", 4096},
-        {"8192B", 8192},    {"0x10K", 16 << 10},   {"9223372036854775807", 0x7fffffffffffffffLL},
+        {"8192B", 8192},    {"1.5M", 3 << 19},     {"010K", 10 << 10},      {"4.5K", 4608},   {"0x10K", 16 << 10},   {"9223372036854775807", 0x7fffffffffffffffLL},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         expect(IPU_SET_GCL_SEGMENT_BYTES, ok[i].text, IPU_SETTING_FROM_ENV, ok[i].bytes);
-    static const char *const bad[] = {"-1", "K", "12Q", "1.5M", "64KX", "4096 B", "+4096", "99999999999999999999",
+    static const char *const bad[] = {"-1", "K", "12Q", "0.3K", "1.", "0x1.8K", "64KX", "4096 B", "+4096", "99999999999999999999",
                                       "16777216T", "x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         expect(IPU_SET_GCL_SEGMENT_BYTES, bad[i], IPU_SETTING_FROM_INVALID, 256 << 10);
