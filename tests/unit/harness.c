@@ -136,6 +136,19 @@ void oc_free(op_case_t *c)
     free(c);
 }
 
+void oc_expect_error(op_case_t *c, ipu_status_t st, const char *needle)
+{
+    assert_int_equal(oc_run(c), st);
+    const char *msg = ipu_error_message();
+    char want[64];
+    snprintf(want, sizeof(want), "node 'node' (%s)", oc_node(c)->op_type);
+    if (strstr(msg, want) == NULL || (needle && strstr(msg, needle) == NULL))
+        fail_msg("message '%s' lacks '%s' / '%s'", msg, want, needle ? needle : "");
+    if (strchr(msg, '\n'))
+        fail_msg("message '%s' is more than one line", msg);
+    oc_free(c);
+}
+
 void assert_allclose_f32(const float *got, const float *want, size_t n, double rtol, double atol)
 {
     for (size_t i = 0; i < n; i++) {

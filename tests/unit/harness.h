@@ -36,6 +36,9 @@ void oc_absent(op_case_t *c, int i);
 ipu_status_t oc_run(op_case_t *c);
 const ipu_tensor_t *oc_output(op_case_t *c, int i);
 void oc_free(op_case_t *c);
+/* oc_run must fail with st and a one-line message naming the node
+ * ("node 'node' (OpType)") and holding needle (unless NULL); frees c. */
+void oc_expect_error(op_case_t *c, ipu_status_t st, const char *needle);
 
 /* Elementwise |got - want| <= atol + rtol * |want| (numpy.allclose) on n
  * floats; fails the cmocka test naming the first bad index. */

@@ -18,16 +18,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "refcase.h"
 #include "refdir.h"
 
 #include "exec/ops/registry.h"
 
 static char g_dir[256];
 
-typedef struct { int rank; int64_t d[IPU_MAX_RANK]; } shape_t;
-#define S(...) ((shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
-#define NONE ((shape_t){0, {0}}) /* attribute absent */
-#define ABSENT ((shape_t){-1, {0}}) /* input absent */
+#define NONE SCALAR /* attribute absent */
 
 static int setup(void **state)
 {
@@ -42,71 +40,14 @@ static int teardown(void **state)
     return 0;
 }
 
-static size_t numel(shape_t s)
-{
-    return (size_t)ipu_shape_numel(s.rank, s.d);
-}
-
-static void ints(op_case_t *c, const char *name, shape_t v)
-{
-    if (v.rank > 0)
-        assert_int_equal(ipu_node_add_attr_ints(oc_node(c), name, (size_t)v.rank, v.d), IPU_OK);
-}
-
-/* A node of op with the inputs of case cs: X fed at run time (or constant
- * when all_const), the others constant; ABSENT ones left out. */
-static op_case_t *case_new(const char *cs, const char *op, int n_in, const shape_t *in,
-                           int all_const)
-{
-    op_case_t *c = oc_new(op, 13, n_in, 1);
-    for (int i = 0; i < n_in; i++) {
-        char slot[8];
-        if (in[i].rank < 0) {
-            oc_absent(c, i);
-            continue;
-        }
-        snprintf(slot, sizeof(slot), "in%d", i);
-        float *data = refdir_load(g_dir, cs, slot, numel(in[i]) * sizeof(float));
-        if (i == 0 && !all_const)
-            oc_input(c, i, IPU_DTYPE_FLOAT, in[i].rank, in[i].d, data);
-        else
-            oc_const(c, i, IPU_DTYPE_FLOAT, in[i].rank, in[i].d, data);
-        free(data);
-    }
-    return c;
-}
-
-static void check_y(const ipu_tensor_t *y, const char *cs, shape_t want)
-{
-    assert_shape(y, want.rank, want.d);
-    float *r = refdir_load(g_dir, cs, "out0", numel(want) * sizeof(float));
-    assert_allclose_f32(y->data, r, numel(want), 1e-4, 1e-4);
-    free(r);
-}
-
-/* Run, check, then run the kernel again as a loaded stage does: weights
- * prepared by load(), a scratch larger than asked and dirty, 2 threads. */
+/* Run, check, then run the kernel again as a loaded stage does, on two
+ * threads, and check again. */
 static void run_and_check(op_case_t *c, const char *cs, shape_t y)
 {
-    ipu_status_t st = oc_run(c);
-    if (st != IPU_OK)
-        fail_msg("%s: oc_run: %s: %s", cs, ipu_status_string(st), ipu_error_message());
-    check_y(oc_output(c, 0), cs, y);
-
-    ipu_node_t *n = oc_node(c);
-    ipu_tensor_t in[3];
-    static float scratch[1 << 18];
-    for (int i = 0; i < n->n_inputs; i++)
-        in[i] = ipu_value_tensor(c->g, n->inputs[i]);
-    if (n->op->load)
-        assert_int_equal(n->op->load(c->g, n), IPU_OK);
-    for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
-        scratch[i] = 1e30f;
-    memset(c->out[0].data, 0xff, ipu_tensor_nbytes(&c->out[0]));
-    ipu_kernel_ctx_t ctx = {.threads = 2, .scratch = scratch, .scratch_bytes = sizeof(scratch)};
-    assert_true(n->op->scratch == NULL || n->op->scratch(c->g, n) <= sizeof(scratch));
-    assert_int_equal(n->op->run(n, in, c->out, &ctx), IPU_OK);
-    check_y(&c->out[0], cs, y);
+    refcase_run_ok(c, cs);
+    refcase_check(c, g_dir, cs, 0, y);
+    refcase_rerun(c, 2);
+    refcase_check(c, g_dir, cs, 0, y);
     oc_free(c);
 }
 
@@ -148,12 +89,12 @@ static const convt_t convt_cases[] = {
 static op_case_t *convt_new(const convt_t *t, int all_const)
 {
     shape_t in[3] = {t->x, t->w, t->b};
-    op_case_t *c = case_new(t->cs, "ConvTranspose", t->b.rank < 0 ? 2 : 3, in, all_const);
-    ints(c, "strides", t->strides);
-    ints(c, "dilations", t->dilations);
-    ints(c, "pads", t->pads);
-    ints(c, "output_padding", t->output_padding);
-    ints(c, "output_shape", t->output_shape);
+    op_case_t *c = refcase_new(g_dir, t->cs, "ConvTranspose", 13, t->b.rank < 0 ? 2 : 3, in, 1, all_const);
+    refcase_ints(c, "strides", t->strides);
+    refcase_ints(c, "dilations", t->dilations);
+    refcase_ints(c, "pads", t->pads);
+    refcase_ints(c, "output_padding", t->output_padding);
+    refcase_ints(c, "output_shape", t->output_shape);
     if (t->group)
         ipu_node_add_attr_int(oc_node(c), "group", t->group);
     if (t->auto_pad)
@@ -171,7 +112,7 @@ static void test_convt(void **state)
 static void test_convt_kernel_shape(void **state)
 {
     op_case_t *c = convt_new(&convt_cases[0], 0);
-    ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "kernel_shape", S(3, 3));
     run_and_check(c, convt_cases[0].cs, convt_cases[0].y);
 }
 
@@ -182,21 +123,7 @@ static void test_convt_folded(void **state)
     op_case_t *c = convt_new(t, 1);
     assert_int_equal(oc_run(c), IPU_OK);
     assert_true(oc_node(c)->folded);
-    check_y(oc_output(c, 0), t->cs, t->y);
-    oc_free(c);
-}
-
-/* expect status st and a message naming the node, the op and needle */
-static void expect_error(op_case_t *c, ipu_status_t st, const char *needle)
-{
-    assert_int_equal(oc_run(c), st);
-    const char *msg = ipu_error_message();
-    char want[64];
-    snprintf(want, sizeof(want), "node 'node' (%s)", oc_node(c)->op_type);
-    if (strstr(msg, want) == NULL || (needle && strstr(msg, needle) == NULL))
-        fail_msg("message '%s' lacks '%s' / '%s'", msg, want, needle ? needle : "");
-    if (strchr(msg, '\n'))
-        fail_msg("message '%s' is more than one line", msg);
+    refcase_check(c, g_dir, t->cs, 0, t->y);
     oc_free(c);
 }
 
@@ -215,44 +142,44 @@ static void test_convt_errors(void **state)
 {
     const shape_t x = S(1, 2, 4, 4), w = S(2, 3, 3, 3);
     op_case_t *c;
-    expect_error(convt_zeros(IPU_DTYPE_INT64, x, w, ABSENT), IPU_ERR_UNSUPPORTED, "int64");
+    oc_expect_error(convt_zeros(IPU_DTYPE_INT64, x, w, ABSENT), IPU_ERR_UNSUPPORTED, "int64");
     /* X has 2 channels, W's first dim 3 */
-    expect_error(convt_zeros(IPU_DTYPE_FLOAT, x, S(3, 3, 3, 3), ABSENT), IPU_ERR_SHAPE,
+    oc_expect_error(convt_zeros(IPU_DTYPE_FLOAT, x, S(3, 3, 3, 3), ABSENT), IPU_ERR_SHAPE,
                  "channels");
     /* B of the wrong length (M = 3) */
-    expect_error(convt_zeros(IPU_DTYPE_FLOAT, x, w, S(2)), IPU_ERR_SHAPE, "B");
+    oc_expect_error(convt_zeros(IPU_DTYPE_FLOAT, x, w, S(2)), IPU_ERR_SHAPE, "B");
     /* group does not divide C */
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
     ipu_node_add_attr_int(oc_node(c), "group", 4);
-    expect_error(c, IPU_ERR_SHAPE, "group");
+    oc_expect_error(c, IPU_ERR_SHAPE, "group");
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME");
-    expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "output_padding", S(1));
-    expect_error(c, IPU_ERR_INVALID_MODEL, "output_padding");
+    refcase_ints(c, "output_padding", S(1));
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "output_padding");
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "output_shape", S(5, 5, 5));
-    expect_error(c, IPU_ERR_INVALID_MODEL, "output_shape");
+    refcase_ints(c, "output_shape", S(5, 5, 5));
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "output_shape");
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "output_shape", S(2, 3, 6, 6)); /* N is 1 */
-    expect_error(c, IPU_ERR_SHAPE, "output_shape");
+    refcase_ints(c, "output_shape", S(2, 3, 6, 6)); /* N is 1 */
+    oc_expect_error(c, IPU_ERR_SHAPE, "output_shape");
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "kernel_shape", S(2, 2));
-    expect_error(c, IPU_ERR_SHAPE, "kernel_shape");
+    refcase_ints(c, "kernel_shape", S(2, 2));
+    oc_expect_error(c, IPU_ERR_SHAPE, "kernel_shape");
     /* pads cutting the whole output */
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "pads", S(3, 3, 3, 3));
-    expect_error(c, IPU_ERR_SHAPE, "empty output");
+    refcase_ints(c, "pads", S(3, 3, 3, 3));
+    oc_expect_error(c, IPU_ERR_SHAPE, "empty output");
     /* output_padding of a stride-1 deconvolution: outputs no tap reaches */
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
-    ints(c, "output_padding", S(1, 0));
-    expect_error(c, IPU_ERR_UNSUPPORTED, "output_padding");
+    refcase_ints(c, "output_padding", S(1, 0));
+    oc_expect_error(c, IPU_ERR_UNSUPPORTED, "output_padding");
     /* output_shape needing padding before the first output */
     c = convt_zeros(IPU_DTYPE_FLOAT, x, w, ABSENT);
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME_UPPER");
-    ints(c, "output_shape", S(8, 6));
-    expect_error(c, IPU_ERR_UNSUPPORTED, "output_shape");
+    refcase_ints(c, "output_shape", S(8, 6));
+    oc_expect_error(c, IPU_ERR_UNSUPPORTED, "output_shape");
 }
 
 /* ---- LRN --------------------------------------------------------------------- */
@@ -277,7 +204,7 @@ static void test_lrn(void **state)
 {
     for (size_t i = 0; i < sizeof(lrn_cases) / sizeof(lrn_cases[0]); i++) {
         const lrn_t *t = &lrn_cases[i];
-        op_case_t *c = case_new(t->cs, "LRN", 1, &t->x, 0);
+        op_case_t *c = refcase_new(g_dir, t->cs, "LRN", 13, 1, &t->x, 1, 0);
         ipu_node_t *n = oc_node(c);
         ipu_node_add_attr_int(n, "size", t->size);
         ipu_node_add_attr_float(n, "alpha", t->alpha);
@@ -292,19 +219,19 @@ static void test_lrn_errors(void **state)
     static const float z[64];
     op_case_t *c = oc_new("LRN", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 2, 2, 2).d, z);
-    expect_error(c, IPU_ERR_INVALID_MODEL, "size");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "size");
     c = oc_new("LRN", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 2, 2, 2).d, z);
     ipu_node_add_attr_int(oc_node(c), "size", 0);
-    expect_error(c, IPU_ERR_INVALID_MODEL, "size");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "size");
     c = oc_new("LRN", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_DOUBLE, 4, S(1, 2, 2, 2).d, z);
     ipu_node_add_attr_int(oc_node(c), "size", 3);
-    expect_error(c, IPU_ERR_UNSUPPORTED, "double");
+    oc_expect_error(c, IPU_ERR_UNSUPPORTED, "double");
     c = oc_new("LRN", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 1, S(8).d, z);
     ipu_node_add_attr_int(oc_node(c), "size", 3);
-    expect_error(c, IPU_ERR_SHAPE, "rank");
+    oc_expect_error(c, IPU_ERR_SHAPE, "rank");
 }
 
 static void test_opset_coverage(void **state)

@@ -18,17 +18,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "refcase.h"
 #include "refdir.h"
 
 #include "exec/ops/registry.h"
 #include "graph/fuse.h"
 
 static char g_dir[256];
-
-typedef struct { int rank; int64_t d[IPU_MAX_RANK]; } shape_t;
-#define S(...) ((shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
-#define SCALAR ((shape_t){0, {0}})
-#define ABSENT ((shape_t){-1, {0}})
 
 static int setup(void **state)
 {
@@ -49,60 +45,16 @@ static void *load(const char *cs, const char *slot, size_t bytes)
     return refdir_load(g_dir, cs, slot, bytes);
 }
 
-static size_t numel(shape_t s)
-{
-    return (size_t)ipu_shape_numel(s.rank, s.d);
-}
-
 /* A one-node case: input 0 fed at run time, the others as initializers. */
 static op_case_t *load_case(const char *cs, const char *op, int opset, int n_in,
                             const shape_t *in, int n_out)
 {
-    op_case_t *c = oc_new(op, opset, n_in, n_out);
-    for (int i = 0; i < n_in; i++) {
-        char slot[8];
-        if (in[i].rank < 0) {
-            oc_absent(c, i);
-            continue;
-        }
-        snprintf(slot, sizeof(slot), "in%d", i);
-        float *data = load(cs, slot, numel(in[i]) * sizeof(float));
-        if (i == 0)
-            oc_input(c, i, IPU_DTYPE_FLOAT, in[i].rank, in[i].d, data);
-        else
-            oc_const(c, i, IPU_DTYPE_FLOAT, in[i].rank, in[i].d, data);
-        free(data);
-    }
-    return c;
+    return refcase_new(g_dir, cs, op, opset, n_in, in, n_out, 0);
 }
 
 static void check_out(op_case_t *c, const char *cs, int k, shape_t want)
 {
-    char slot[8];
-    const ipu_tensor_t *y = oc_output(c, k);
-    assert_shape(y, want.rank, want.d);
-    snprintf(slot, sizeof(slot), "out%d", k);
-    if (y->dtype == IPU_DTYPE_INT64) {
-        int64_t *r = load(cs, slot, numel(want) * sizeof(int64_t));
-        assert_equal_i64(y->data, r, numel(want));
-        free(r);
-    } else {
-        float *r = load(cs, slot, numel(want) * sizeof(float));
-        assert_allclose_f32(y->data, r, numel(want), 1e-4, 1e-4);
-        free(r);
-    }
-}
-
-static void ints(op_case_t *c, const char *name, shape_t v)
-{
-    assert_int_equal(ipu_node_add_attr_ints(oc_node(c), name, (size_t)v.rank, v.d), IPU_OK);
-}
-
-static void run_ok(op_case_t *c)
-{
-    ipu_status_t st = oc_run(c);
-    if (st != IPU_OK)
-        fail_msg("oc_run: %s: %s", ipu_status_string(st), ipu_error_message());
+    refcase_check(c, g_dir, cs, k, want);
 }
 
 /* ---- Conv ------------------------------------------------------------------ */
@@ -114,52 +66,34 @@ static void run_ok(op_case_t *c)
         shape_t in_[3] = {x, w, b};                                              \
         op_case_t *c = load_case(cs, "Conv", opset, in_[2].rank < 0 ? 2 : 3, in_, 1);
 #define CONV_END(cs, y)                                                          \
-        run_ok(c);                                                               \
+        refcase_run_ok(c, cs);                                                   \
         check_out(c, cs, 0, y);                                                  \
-        rerun_big_scratch(c);                                               \
+        refcase_rerun(c, 1);                                                     \
         check_out(c, cs, 0, y);                                                  \
         oc_free(c);                                                              \
     } while (0)
 
-/* Run the kernel again as the stage runner does: one scratch buffer sized for
- * the largest op, so larger than this op asked for (and dirty). */
-static void rerun_big_scratch(op_case_t *c)
-{
-    ipu_node_t *n = oc_node(c);
-    ipu_tensor_t in[3];
-    static float scratch[1 << 18];
-    for (int i = 0; i < n->n_inputs; i++)
-        in[i] = ipu_value_tensor(c->g, n->inputs[i]);
-    assert_non_null(in[0].data); /* oc_run gave the fed input its bytes back */
-    for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++)
-        scratch[i] = 1e30f;
-    memset(c->out[0].data, 0xff, ipu_tensor_nbytes(&c->out[0]));
-    ipu_kernel_ctx_t ctx = {.threads = 1, .scratch = scratch, .scratch_bytes = sizeof(scratch)};
-    assert_true(n->op->scratch == NULL || n->op->scratch(c->g, n) <= sizeof(scratch));
-    assert_int_equal(n->op->run(n, in, c->out, &ctx), IPU_OK);
-}
-
 static void test_conv_pads_strides(void **state)
 {
     CONV_BEGIN("conv_pads_strides", 11, S(1, 3, 7, 8), S(4, 3, 3, 3), S(4));
-    ints(c, "pads", S(1, 2, 1, 0));
-    ints(c, "strides", S(2, 1));
-    ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "pads", S(1, 2, 1, 0));
+    refcase_ints(c, "strides", S(2, 1));
+    refcase_ints(c, "kernel_shape", S(3, 3));
     CONV_END("conv_pads_strides", S(1, 4, 4, 8));
 }
 
 static void test_conv_dilation_nobias(void **state)
 {
     CONV_BEGIN("conv_dilation_nobias", 13, S(1, 2, 9, 9), S(3, 2, 3, 3), ABSENT);
-    ints(c, "pads", S(2, 2, 2, 2));
-    ints(c, "dilations", S(2, 2));
+    refcase_ints(c, "pads", S(2, 2, 2, 2));
+    refcase_ints(c, "dilations", S(2, 2));
     CONV_END("conv_dilation_nobias", S(1, 3, 9, 9));
 }
 
 static void test_conv_group_batch2(void **state)
 {
     CONV_BEGIN("conv_group_batch2", 7, S(2, 4, 6, 6), S(6, 2, 3, 3), S(6));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "group", 2);
     CONV_END("conv_group_batch2", S(2, 6, 6, 6));
 }
@@ -167,7 +101,7 @@ static void test_conv_group_batch2(void **state)
 static void test_conv_depthwise_mult2(void **state)
 {
     CONV_BEGIN("conv_depthwise_mult2", 13, S(2, 4, 7, 7), S(8, 1, 3, 3), S(8));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "group", 4);
     CONV_END("conv_depthwise_mult2", S(2, 8, 7, 7));
 }
@@ -175,8 +109,8 @@ static void test_conv_depthwise_mult2(void **state)
 static void test_conv_depthwise_stride2(void **state)
 {
     CONV_BEGIN("conv_depthwise_s2", 17, S(1, 5, 8, 9), S(5, 1, 5, 5), S(5));
-    ints(c, "pads", S(2, 2, 1, 2));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(2, 2, 1, 2));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_int(oc_node(c), "group", 5);
     CONV_END("conv_depthwise_s2", S(1, 5, 4, 5));
 }
@@ -184,8 +118,8 @@ static void test_conv_depthwise_stride2(void **state)
 static void test_conv_depthwise_dilation(void **state)
 {
     CONV_BEGIN("conv_depthwise_dil", 13, S(1, 3, 6, 7), S(3, 1, 3, 2), S(3));
-    ints(c, "pads", S(2, 0, 1, 1));
-    ints(c, "dilations", S(2, 1));
+    refcase_ints(c, "pads", S(2, 0, 1, 1));
+    refcase_ints(c, "dilations", S(2, 1));
     ipu_node_add_attr_int(oc_node(c), "group", 3);
     CONV_END("conv_depthwise_dil", S(1, 3, 5, 7));
 }
@@ -199,14 +133,14 @@ static void test_conv_1x1_batch2(void **state)
 static void test_conv_1x1_stride2(void **state)
 {
     CONV_BEGIN("conv_1x1_stride2", 13, S(1, 8, 6, 6), S(4, 8, 1, 1), S(4));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "strides", S(2, 2));
     CONV_END("conv_1x1_stride2", S(1, 4, 3, 3));
 }
 
 static void test_conv_same_upper(void **state)
 {
     CONV_BEGIN("conv_same_upper", 11, S(1, 2, 7, 6), S(3, 2, 4, 3), S(3));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME_UPPER");
     CONV_END("conv_same_upper", S(1, 3, 4, 3));
 }
@@ -214,7 +148,7 @@ static void test_conv_same_upper(void **state)
 static void test_conv_same_lower(void **state)
 {
     CONV_BEGIN("conv_same_lower", 11, S(1, 2, 7, 6), S(3, 2, 4, 3), S(3));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME_LOWER");
     CONV_END("conv_same_lower", S(1, 3, 4, 3));
 }
@@ -222,7 +156,7 @@ static void test_conv_same_lower(void **state)
 static void test_conv_valid(void **state)
 {
     CONV_BEGIN("conv_valid", 11, S(1, 2, 7, 8), S(3, 2, 3, 3), S(3));
-    ints(c, "strides", S(2, 3));
+    refcase_ints(c, "strides", S(2, 3));
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "VALID");
     CONV_END("conv_valid", S(1, 3, 3, 2));
 }
@@ -230,17 +164,17 @@ static void test_conv_valid(void **state)
 static void test_conv1d(void **state)
 {
     CONV_BEGIN("conv1d", 13, S(2, 3, 10), S(4, 3, 3), S(4));
-    ints(c, "pads", S(1, 2));
-    ints(c, "strides", S(2));
-    ints(c, "dilations", S(2));
+    refcase_ints(c, "pads", S(1, 2));
+    refcase_ints(c, "strides", S(2));
+    refcase_ints(c, "dilations", S(2));
     CONV_END("conv1d", S(2, 4, 5));
 }
 
 static void test_conv3d(void **state)
 {
     CONV_BEGIN("conv3d", 13, S(1, 2, 5, 5, 4), S(3, 2, 3, 3, 2), S(3));
-    ints(c, "pads", S(1, 1, 0, 1, 1, 1));
-    ints(c, "strides", S(2, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 0, 1, 1, 1));
+    refcase_ints(c, "strides", S(2, 1, 1));
     CONV_END("conv3d", S(1, 3, 3, 5, 4));
 }
 
@@ -277,9 +211,9 @@ static void assert_post(const ipu_node_t *nd, int n, const int64_t *want)
 static void test_conv_depthwise_phases(void **state)
 {
     CONV_BEGIN("conv_depthwise_s3_dil", 13, S(1, 4, 11, 10), S(4, 1, 3, 3), S(4));
-    ints(c, "pads", S(1, 2, 2, 0));
-    ints(c, "strides", S(3, 2));
-    ints(c, "dilations", S(1, 2));
+    refcase_ints(c, "pads", S(1, 2, 2, 0));
+    refcase_ints(c, "strides", S(3, 2));
+    refcase_ints(c, "dilations", S(1, 2));
     ipu_node_add_attr_int(oc_node(c), "group", 4);
     CONV_END("conv_depthwise_s3_dil", S(1, 4, 4, 4));
 }
@@ -289,20 +223,20 @@ static void test_conv_depthwise_phases(void **state)
 static void test_conv_fused(void **state)
 {
     CONV_BEGIN("conv_depthwise_silu", 13, S(1, 2, 20, 71), S(2, 1, 5, 5), S(2));
-    ints(c, "pads", S(2, 2, 2, 2));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(2, 2, 2, 2));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_int(oc_node(c), "group", 2);
     fused(c, "SiLU");
     CONV_END("conv_depthwise_silu", S(1, 2, 10, 36));
 
     CONV_BEGIN("conv_depthwise3d_sigmoid", 13, S(1, 3, 4, 5, 6), S(3, 1, 2, 3, 3), S(3));
-    ints(c, "pads", S(0, 1, 1, 1, 1, 1));
+    refcase_ints(c, "pads", S(0, 1, 1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "group", 3);
     fused(c, "Sigmoid");
     CONV_END("conv_depthwise3d_sigmoid", S(1, 3, 4, 5, 6));
 
     CONV_BEGIN("conv_im2col_bands_relu", 13, S(1, 48, 20, 20), S(4, 48, 3, 3), S(4));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     fused(c, "Relu");
     CONV_END("conv_im2col_bands_relu", S(1, 4, 20, 20));
 
@@ -315,7 +249,7 @@ static void test_conv_fused(void **state)
     CONV_END("conv_1x1_plane1_sigmoid", S(2, 5, 1, 1));
 
     CONV_BEGIN("conv_group_clip", 13, S(1, 4, 6, 6), S(6, 2, 3, 3), S(6));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "group", 2);
     fused(c, "Clip");
     CONV_END("conv_group_clip", S(1, 6, 6, 6));
@@ -325,7 +259,7 @@ static void test_conv_fused(void **state)
 static void test_conv3d_bands(void **state)
 {
     CONV_BEGIN("conv3d_bands", 13, S(1, 24, 8, 8, 6), S(2, 24, 3, 3, 3), ABSENT);
-    ints(c, "pads", S(1, 1, 1, 1, 1, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1, 1, 1));
     CONV_END("conv3d_bands", S(1, 2, 8, 8, 6));
 }
 
@@ -382,10 +316,10 @@ static void test_conv_fusion_pass(void **state)
                                  (const char *[]){"out"});
     assert_true(conv[0] >= 0 && conv[1] >= 0 && conv[2] >= 0 && sig >= 0 && mul >= 0 &&
                 clip >= 0 && relu >= 0 && add >= 0);
-    ints(&(op_case_t){.g = g, .node = conv[0]}, "pads", S(1, 1, 1, 1));
+    refcase_ints(&(op_case_t){.g = g, .node = conv[0]}, "pads", S(1, 1, 1, 1));
     /* the 3x3 kernel with pads 1 keeps 5x5 for the next convs: they reuse w */
     for (int i = 1; i < 3; i++)
-        ints(&(op_case_t){.g = g, .node = conv[i]}, "pads", S(1, 1, 1, 1));
+        refcase_ints(&(op_case_t){.g = g, .node = conv[i]}, "pads", S(1, 1, 1, 1));
     assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "lo")],
                                          IPU_DTYPE_FLOAT, 0, NULL, &lo), IPU_OK);
     assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "hi")],
@@ -525,7 +459,7 @@ static void test_conv_residual_fusion_pass(void **state)
     int relu = ipu_graph_add_node(g, "Relu", "relu", 1, (const char *[]){"z"}, 1,
                                   (const char *[]){"out"});
     assert_true(conv >= 0 && add >= 0 && relu >= 0);
-    ints(&(op_case_t){.g = g, .node = conv}, "pads", S(1, 1, 1, 1));
+    refcase_ints(&(op_case_t){.g = g, .node = conv}, "pads", S(1, 1, 1, 1));
     assert_int_equal(fuse_graph(g, w), 1);
     const ipu_node_t *c = &g->nodes[conv];
     assert_post(c, 2, (const int64_t[]){IPU_FUSED_SUM, IPU_FUSED_RELU});
@@ -563,8 +497,8 @@ static void test_conv_residual(void **state)
             set_post(oc_node(c), 2, (const int64_t[]){IPU_FUSED_SUM, IPU_FUSED_RELU},
                      (const float[]){1, 0}, (const float[]){0, 0});
         }
-        ints(c, "pads", S(1, 1, 1, 1));
-        run_ok(c);
+        refcase_ints(c, "pads", S(1, 1, 1, 1));
+        refcase_run_ok(c, "");
         const ipu_tensor_t *y = oc_output(c, 0);
         assert_shape(y, ys.rank, ys.d);
         if (!fused)
@@ -584,27 +518,15 @@ static void test_conv_folded(void **state)
     for (int i = 0; i < 3; i++) {
         char slot[8];
         snprintf(slot, sizeof(slot), "in%d", i);
-        float *data = load("conv_pads_strides", slot, numel(in[i]) * sizeof(float));
+        float *data = load("conv_pads_strides", slot, shape_numel(in[i]) * sizeof(float));
         oc_const(c, i, IPU_DTYPE_FLOAT, in[i].rank, in[i].d, data);
         free(data);
     }
-    ints(c, "pads", S(1, 2, 1, 0));
-    ints(c, "strides", S(2, 1));
-    run_ok(c);
+    refcase_ints(c, "pads", S(1, 2, 1, 0));
+    refcase_ints(c, "strides", S(2, 1));
+    refcase_run_ok(c, "");
     assert_true(oc_node(c)->folded);
     check_out(c, "conv_pads_strides", 0, S(1, 4, 4, 8));
-    oc_free(c);
-}
-
-/* expect status st and a message naming the node and op */
-static void expect_error(op_case_t *c, ipu_status_t st, const char *needle)
-{
-    assert_int_equal(oc_run(c), st);
-    const char *msg = ipu_error_message();
-    char want[64];
-    snprintf(want, sizeof(want), "node 'node' (%s)", oc_node(c)->op_type);
-    if (strstr(msg, want) == NULL || (needle && strstr(msg, needle) == NULL))
-        fail_msg("message '%s' lacks '%s' / '%s'", msg, want, needle ? needle : "");
     oc_free(c);
 }
 
@@ -616,46 +538,46 @@ static void test_conv_errors(void **state)
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 3, 5, 5).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(2, 4, 3, 3).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "channels");
+    oc_expect_error(c, IPU_ERR_SHAPE, "channels");
     /* kernel larger than the input */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 2, 2).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
-    expect_error(c, IPU_ERR_SHAPE, NULL);
+    oc_expect_error(c, IPU_ERR_SHAPE, NULL);
     /* bias of the wrong length */
     c = oc_new("Conv", 13, 3, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(2, 1, 3, 3).d, z);
     oc_const(c, 2, IPU_DTYPE_FLOAT, 1, S(3).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "B");
+    oc_expect_error(c, IPU_ERR_SHAPE, "B");
     /* bad auto_pad, wrong pads count */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME");
-    expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "auto_pad");
     /* an unknown fused post-op */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
     set_post(oc_node(c), 1, (const int64_t[]){99}, (const float[]){0}, (const float[]){0});
-    expect_error(c, IPU_ERR_INVALID_MODEL, "unknown fused post-op");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "unknown fused post-op");
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
-    ints(c, "pads", S(1, 1));
-    expect_error(c, IPU_ERR_INVALID_MODEL, "pads");
+    refcase_ints(c, "pads", S(1, 1));
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "pads");
     /* group does not divide the output channels */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 4, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(3, 2, 3, 3).d, z);
     ipu_node_add_attr_int(oc_node(c), "group", 2);
-    expect_error(c, IPU_ERR_SHAPE, "group");
+    oc_expect_error(c, IPU_ERR_SHAPE, "group");
     /* int64 input */
     c = oc_new("Conv", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_INT64, 4, S(1, 1, 4, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 4, S(1, 1, 3, 3).d, z);
-    expect_error(c, IPU_ERR_UNSUPPORTED, "int64");
+    oc_expect_error(c, IPU_ERR_UNSUPPORTED, "int64");
 }
 
 /* ---- Gemm / MatMul ------------------------------------------------------------ */
@@ -674,7 +596,7 @@ static void gemm_case(const char *cs, int opset, shape_t a, shape_t b, shape_t c
         ipu_node_add_attr_float(n, "alpha", alpha);
     if (beta != 1.0f)
         ipu_node_add_attr_float(n, "beta", beta);
-    run_ok(c);
+    refcase_run_ok(c, "");
     check_out(c, cs, 0, y);
     oc_free(c);
 }
@@ -700,7 +622,7 @@ static void mm_case(const char *cs, int opset, shape_t a, shape_t b, shape_t y)
 {
     shape_t in[2] = {a, b};
     op_case_t *c = load_case(cs, "MatMul", opset, 2, in, 1);
-    run_ok(c);
+    refcase_run_ok(c, "");
     check_out(c, cs, 0, y);
     oc_free(c);
 }
@@ -729,20 +651,20 @@ static void test_gemm_errors(void **state)
     oc_input(c, 0, IPU_DTYPE_FLOAT, 2, S(3, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 2, S(5, 6).d, z);
     oc_const(c, 2, IPU_DTYPE_FLOAT, 1, S(6).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "inner");
+    oc_expect_error(c, IPU_ERR_SHAPE, "inner");
     c = oc_new("Gemm", 13, 3, 1); /* C [2, 5] cannot broadcast to [3, 5] */
     oc_input(c, 0, IPU_DTYPE_FLOAT, 2, S(3, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 2, S(4, 5).d, z);
     oc_const(c, 2, IPU_DTYPE_FLOAT, 2, S(2, 5).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "broadcast");
+    oc_expect_error(c, IPU_ERR_SHAPE, "broadcast");
     c = oc_new("MatMul", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 3, S(2, 3, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 3, S(3, 4, 5).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "broadcast");
+    oc_expect_error(c, IPU_ERR_SHAPE, "broadcast");
     c = oc_new("MatMul", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 2, S(3, 4).d, z);
     oc_const(c, 1, IPU_DTYPE_FLOAT, 1, S(5).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "inner");
+    oc_expect_error(c, IPU_ERR_SHAPE, "inner");
 }
 
 /* ---- pools ----------------------------------------------------------------- */
@@ -754,7 +676,7 @@ static op_case_t *pool_case(const char *cs, const char *op, int opset, shape_t x
 
 static void pool_check(op_case_t *c, const char *cs, shape_t y)
 {
-    run_ok(c);
+    refcase_run_ok(c, "");
     check_out(c, cs, 0, y);
     oc_free(c);
 }
@@ -762,51 +684,51 @@ static void pool_check(op_case_t *c, const char *cs, shape_t y)
 static void test_maxpool(void **state)
 {
     op_case_t *c = pool_case("maxpool_ceil", "MaxPool", 12, S(1, 2, 8, 8), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "maxpool_ceil", S(1, 2, 4, 4));
 
     c = pool_case("maxpool_ceil_pad", "MaxPool", 10, S(1, 2, 9, 9), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "maxpool_ceil_pad", S(1, 2, 5, 5));
 
     c = pool_case("maxpool_ceil_drop", "MaxPool", 11, S(1, 1, 5, 5), 1);
-    ints(c, "kernel_shape", S(2, 2));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(2, 2));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "maxpool_ceil_drop", S(1, 1, 3, 3));
 
     c = pool_case("maxpool_pads_dil", "MaxPool", 12, S(1, 3, 7, 8), 1);
-    ints(c, "kernel_shape", S(3, 2));
-    ints(c, "strides", S(1, 2));
-    ints(c, "pads", S(1, 0, 1, 1));
-    ints(c, "dilations", S(2, 1));
+    refcase_ints(c, "kernel_shape", S(3, 2));
+    refcase_ints(c, "strides", S(1, 2));
+    refcase_ints(c, "pads", S(1, 0, 1, 1));
+    refcase_ints(c, "dilations", S(2, 1));
     pool_check(c, "maxpool_pads_dil", S(1, 3, 5, 4));
 
     c = pool_case("maxpool_same_upper", "MaxPool", 8, S(1, 2, 7, 6), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
     ipu_node_add_attr_string(oc_node(c), "auto_pad", "SAME_UPPER");
     pool_check(c, "maxpool_same_upper", S(1, 2, 4, 3));
 
     c = pool_case("maxpool1d", "MaxPool", 13, S(1, 2, 9), 1);
-    ints(c, "kernel_shape", S(3));
-    ints(c, "strides", S(2));
-    ints(c, "pads", S(1, 1));
+    refcase_ints(c, "kernel_shape", S(3));
+    refcase_ints(c, "strides", S(2));
+    refcase_ints(c, "pads", S(1, 1));
     pool_check(c, "maxpool1d", S(1, 2, 5));
 }
 
 static void test_maxpool_indices(void **state)
 {
     op_case_t *c = pool_case("maxpool_indices", "MaxPool", 12, S(2, 2, 5, 5), 2);
-    ints(c, "kernel_shape", S(2, 2));
-    ints(c, "strides", S(2, 2));
-    run_ok(c);
+    refcase_ints(c, "kernel_shape", S(2, 2));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_run_ok(c, "");
     check_out(c, "maxpool_indices", 0, S(2, 2, 2, 2));
     check_out(c, "maxpool_indices", 1, S(2, 2, 2, 2));
     oc_free(c);
@@ -815,30 +737,30 @@ static void test_maxpool_indices(void **state)
 static void test_avgpool(void **state)
 {
     op_case_t *c = pool_case("avgpool_include_ceil", "AveragePool", 11, S(1, 2, 6, 6), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     ipu_node_add_attr_int(oc_node(c), "count_include_pad", 1);
     pool_check(c, "avgpool_include_ceil", S(1, 2, 4, 4));
 
     c = pool_case("avgpool_exclude_ceil", "AveragePool", 10, S(1, 2, 6, 6), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "avgpool_exclude_ceil", S(1, 2, 4, 4));
 
     c = pool_case("avgpool_exclude", "AveragePool", 7, S(2, 3, 6, 7), 1);
-    ints(c, "kernel_shape", S(3, 2));
-    ints(c, "strides", S(2, 1));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(3, 2));
+    refcase_ints(c, "strides", S(2, 1));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     pool_check(c, "avgpool_exclude", S(2, 3, 3, 8));
 
     c = pool_case("avgpool3d", "AveragePool", 13, S(1, 2, 5, 6, 4), 1);
-    ints(c, "kernel_shape", S(2, 2, 2));
-    ints(c, "strides", S(1, 2, 2));
-    ints(c, "pads", S(1, 1, 1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(2, 2, 2));
+    refcase_ints(c, "strides", S(1, 2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "count_include_pad", 1);
     pool_check(c, "avgpool3d", S(1, 2, 6, 4, 3));
 }
@@ -848,23 +770,23 @@ static void test_avgpool(void **state)
 static void test_pools_dnn(void **state)
 {
     op_case_t *c = pool_case("maxpool_ceil_dil", "MaxPool", 12, S(2, 32, 13, 12), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
-    ints(c, "dilations", S(2, 2));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "dilations", S(2, 2));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "maxpool_ceil_dil", S(2, 32, 6, 6));
 
     c = pool_case("maxpool3d_ceil", "MaxPool", 12, S(1, 2, 7, 9, 8), 1);
-    ints(c, "kernel_shape", S(2, 2, 2));
-    ints(c, "strides", S(2, 2, 2));
+    refcase_ints(c, "kernel_shape", S(2, 2, 2));
+    refcase_ints(c, "strides", S(2, 2, 2));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     pool_check(c, "maxpool3d_ceil", S(1, 2, 4, 5, 4));
 
     c = pool_case("avgpool_include_ceil_fit", "AveragePool", 11, S(1, 32, 7, 7), 1);
-    ints(c, "kernel_shape", S(3, 3));
-    ints(c, "strides", S(2, 2));
-    ints(c, "pads", S(1, 1, 1, 1));
+    refcase_ints(c, "kernel_shape", S(3, 3));
+    refcase_ints(c, "strides", S(2, 2));
+    refcase_ints(c, "pads", S(1, 1, 1, 1));
     ipu_node_add_attr_int(oc_node(c), "ceil_mode", 1);
     ipu_node_add_attr_int(oc_node(c), "count_include_pad", 1);
     pool_check(c, "avgpool_include_ceil_fit", S(1, 32, 4, 4));
@@ -872,10 +794,10 @@ static void test_pools_dnn(void **state)
     for (int include = 0; include <= 1; include++) {
         const char *cs = include ? "avgpool_dil_include" : "avgpool_dil_exclude";
         c = pool_case(cs, "AveragePool", 19, S(1, 4, 9, 10), 1);
-        ints(c, "kernel_shape", S(3, 3));
-        ints(c, "strides", S(2, 1));
-        ints(c, "dilations", S(2, 3));
-        ints(c, "pads", S(1, 2, 1, 0));
+        refcase_ints(c, "kernel_shape", S(3, 3));
+        refcase_ints(c, "strides", S(2, 1));
+        refcase_ints(c, "dilations", S(2, 3));
+        refcase_ints(c, "pads", S(1, 2, 1, 0));
         ipu_node_add_attr_int(oc_node(c), "count_include_pad", include);
         pool_check(c, cs, S(1, 4, 4, 6));
     }
@@ -903,15 +825,15 @@ static void test_pool_errors(void **state)
     static const float z[64];
     op_case_t *c = oc_new("MaxPool", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
-    expect_error(c, IPU_ERR_INVALID_MODEL, "kernel_shape");
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "kernel_shape");
     c = oc_new("AveragePool", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, S(1, 1, 4, 4).d, z);
-    ints(c, "kernel_shape", S(2, 2));
-    ints(c, "strides", S(0, 1));
-    expect_error(c, IPU_ERR_INVALID_MODEL, "strides");
+    refcase_ints(c, "kernel_shape", S(2, 2));
+    refcase_ints(c, "strides", S(0, 1));
+    oc_expect_error(c, IPU_ERR_INVALID_MODEL, "strides");
     c = oc_new("GlobalAveragePool", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 2, S(4, 4).d, z);
-    expect_error(c, IPU_ERR_SHAPE, "rank");
+    oc_expect_error(c, IPU_ERR_SHAPE, "rank");
 }
 
 /* every op of the family is registered for opsets 7..17 */
