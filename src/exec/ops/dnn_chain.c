@@ -33,7 +33,7 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
             if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
                 if (!chain_readers(g, r->outputs[0], readers, slots, n, depth + 1))
                     return 0;
-            } else if (d && (k == 0 || k == d->res_slot) && *n < MAX_READERS) {
+            } else if (d && (k == d->src_slot || k == d->res_slot) && *n < MAX_READERS) {
                 slots[*n] = k;
                 readers[(*n)++] = i;
             } else {

@@ -3,7 +3,7 @@
  * primitives (exec/onednn.h), with no reorder to our layout in between.
  *
  * An op takes part by setting IPU_OP_DNN (graph/op.h) and starting its
- * n->state with an ipu_dnn_node_t. */
+ * n->state with an ipu_dnn_node_t (zeroed fields: the defaults). */
 #ifndef IPU_EXEC_OPS_DNN_CHAIN_H
 #define IPU_EXEC_OPS_DNN_CHAIN_H
 
@@ -15,6 +15,9 @@ typedef struct ipu_dnn_node {
      * by the state; NULL when the node runs without one (empty tensors, a
      * case the op computes itself). */
     ipu_dnn_t *p;
+    /* The input slot read as the primitive's source: 0 but for an op whose
+     * source may be another input (a Mul(scale, X)). */
+    int src_slot;
     /* The input slot read as the primitive's residual (Conv's fused sum,
      * graph/fuse.h), in its output's layout; -1 for none. */
     int res_slot;
