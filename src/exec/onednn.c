@@ -480,8 +480,3 @@ void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_b
     p->chain_dst |= dst_blocked;
     p->chain_res |= res_blocked;
 }
-
-int ipu_dnn_plain(const ipu_dnn_t *p)
-{
-    return p && !p->src_in && !p->dst_out && !p->has_res && !p->chain_src && !p->chain_dst;
-}

@@ -167,12 +167,6 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
 ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
                             const ipu_dnn_t *like, ipu_dnn_t **out);
 
-/* 1 when p takes X and gives Y in our layout as they are: no reorder
- * inside it, neither chained (dnn_chain.h) nor made to read another
- * layout; then a caller may compute the op with a kernel of its own
- * instead. 0 otherwise and for NULL. */
-int ipu_dnn_plain(const ipu_dnn_t *p);
-
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);

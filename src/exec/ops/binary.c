@@ -12,14 +12,14 @@
  * Add, Sub, Mul and Div of float32 activations (rank 3 to 5) whose one
  * input has the output's shape (A: input 0, or either input of Add and
  * Mul) and whose other (B) is a scalar, per channel ([N or 1, C, 1...]) or
- * of the output's shape also get oneDNN's binary primitive (exec/onednn.h)
- * and join the layout pass (dnn_chain.h) with A as their source: a Mul
- * reading a Conv's output is remade (adopt) to read it in the Conv's
- * layout and writes its output in that layout, so an activation stays in
- * oneDNN's layout through Conv -> Mul(scale) -> Conv (EfficientNet's
- * squeeze-and-excitation). The primitive runs only where the pass kept
- * A or Y in oneDNN's layout; on our layout the kernels below run, which
- * are as fast or faster. */
+ * of the output's shape join the layout pass (dnn_chain.h) as lazy readers
+ * with A as their source: where the pass keeps A, a Conv's (or pool's)
+ * output, in oneDNN's layout, the node is made (adopt) a oneDNN binary
+ * primitive (exec/onednn.h) that reads A in that layout and writes Y in it,
+ * so an activation stays in oneDNN's layout through Conv -> Mul(scale) ->
+ * Conv (EfficientNet's squeeze-and-excitation). Elsewhere the kernels
+ * below run: on our layout they are as fast as oneDNN's or faster, and no
+ * primitive is made. */
 #include "exec/ops/dnn_chain.h"
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
@@ -258,8 +258,8 @@ static int b_fits(const ipu_value_t *v, int r, const int64_t *dims, int64_t *b)
     return same || per_channel;
 }
 
-/* n's primitive where it qualifies (see the top of the file): in n->state,
- * its p NULL where oneDNN has no fast kernel. */
+/* n->state where n qualifies (see the top of the file): a lazy reader of
+ * the layout pass. */
 static ipu_status_t bin_dnn_setup(ipu_graph_t *g, ipu_node_t *n, int rank, const int64_t *dims)
 {
     const bin_op_t *b = BIN_OP(n);
@@ -283,9 +283,9 @@ static ipu_status_t bin_dnn_setup(ipu_graph_t *g, ipu_node_t *n, int rank, const
     s->dnn.src_slot = a;
     s->dnn.res_slot = -1;
     s->dnn.adopt = bin_adopt;
+    s->dnn.lazy = 1;
     n->state = s;
-    ipu_status_t st = ipu_dnn_binary(n, &d, NULL, &s->dnn.p);
-    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* no fast oneDNN kernel: ours */
+    return IPU_OK;
 }
 
 static size_t bin_scratch(const ipu_graph_t *g, const ipu_node_t *n)
@@ -337,7 +337,7 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
         return IPU_OK;
     }
     const bin_state_t *s = n->state;
-    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) { /* A or Y in oneDNN's layout */
+    if (s && s->dnn.p) { /* made by the layout pass: A in oneDNN's layout */
         int a = s->dnn.src_slot;
         const void *bop[1] = {in[1 - a].data};
         return ipu_dnn_exec(n, s->dnn.p, in[a].data, bop, out[0].data, ctx);

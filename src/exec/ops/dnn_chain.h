@@ -25,11 +25,15 @@ typedef struct ipu_dnn_node {
      * frees p) that reads its source in the output layout of like, the
      * primitive producing it. NULL when the op's source layout is fixed. */
     ipu_status_t (*adopt)(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out);
+    /* 1: p stays NULL (the op computes our layout itself) unless the pass
+     * remakes the node with adopt() to read its producer's layout as it
+     * is; such a node takes part only so. */
+    int lazy;
 } ipu_dnn_node_t;
 
 /* For every output of a node with a primitive whose every reader (through
- * Identity nodes) is a node with a primitive reading it as its source or
- * residual, and that is no graph output: readers with adopt() are remade
+ * Identity nodes) is a node with a primitive (or a lazy one) reading it as
+ * its source or residual, and that is no graph output: readers with adopt() are remade
  * to read the producer's layout (in topological order, so a remade reader
  * may in turn pass it on); then, where every reader can take it in the
  * producer's layout (ipu_dnn_can_chain), as it is or through one reorder
