@@ -163,7 +163,8 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
  * result) may hold; as with ipu_dnn_pool(), A and Y are reordered from and
  * to ours inside the op unless chained. IPU_ERR_UNSUPPORTED where oneDNN
  * has only its reference kernel, and with like where B is of A's dims (it
- * would be read across A's layout) or like's layout is blocked. */
+ * would be read across A's layout) or like's layout has inner blocks
+ * (nChw16c: B's bytes would differ from ours). */
 ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
                             const ipu_dnn_t *like, ipu_dnn_t **out);
 

@@ -26,8 +26,8 @@ static ipu_dnn_node_t *dnn_reader(const ipu_node_t *n)
 
 /* The readers of value v, directly or through Identity nodes: their node
  * indices into readers and the slot read into slots (*n of them, at most
- * MAX_READERS); 0 when a reader is not a node with a primitive reading it as
- * its source or residual, or v (or an Identity's output) is a graph output. */
+ * MAX_READERS); 0 when a reader is not a node with a primitive (or a lazy
+ * one) reading it as its source or residual, or v (or an Identity's output) is a graph output. */
 static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, int *n, int depth)
 {
     if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))

@@ -33,12 +33,13 @@ typedef struct ipu_dnn_node {
 
 /* For every output of a node with a primitive whose every reader (through
  * Identity nodes) is a node with a primitive (or a lazy one) reading it as
- * its source or residual, and that is no graph output: readers with adopt() are remade
- * to read the producer's layout (in topological order, so a remade reader
- * may in turn pass it on); then, where every reader can take it in the
- * producer's layout (ipu_dnn_can_chain), as it is or through one reorder
- * into its own, the producer writes it in that layout, with no reorder to
- * ours in between. Otherwise nothing changes. The layout is a property of
+ * its source or residual, and that is no graph output: readers with
+ * adopt() are remade to read the producer's layout (in topological order,
+ * so a remade reader may in turn pass it on; a lazy reader takes part only
+ * where its remade primitive reads that layout as it is); then, where
+ * every reader can take it in the producer's layout (ipu_dnn_can_chain),
+ * as it is or through one reorder into its own, the producer writes it in
+ * that layout, with no reorder to ours in between. Otherwise nothing changes. The layout is a property of
  * the value on every rank, so a pipeline boundary carries the same bytes a
  * single rank keeps. Run after ipu_graph_fuse() on every path that
  * executes the graph; again after any re-infer. A primitive that cannot be
