@@ -41,11 +41,11 @@ typedef struct ipu_dnn_node {
  * as it is or through one reorder into its own, the producer writes it in
  * that layout, with no reorder to ours in between. Otherwise nothing
  * changes. The layout is a property of the value on every rank, so a
- * pipeline boundary carries the same bytes a single rank keeps. Run after ipu_graph_fuse() on every path that
- * executes the graph; again after any re-infer. A primitive that cannot be
- * remade leaves its value as it was; errors (out of memory making a
- * reorder: IPU_ERR_NO_MEMORY, naming the node) leave the graph unfit to
- * run. */
+ * pipeline boundary carries the same bytes a single rank keeps. Run after
+ * ipu_graph_fuse() on every path that executes the graph; again after any
+ * re-infer. A primitive that cannot be remade leaves its value as it was;
+ * errors (out of memory making a reorder: IPU_ERR_NO_MEMORY, naming the
+ * node) leave the graph unfit to run. */
 ipu_status_t ipu_dnn_chain(ipu_graph_t *g);
 
 #endif
