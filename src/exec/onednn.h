@@ -117,6 +117,19 @@ typedef struct ipu_dnn_pool_desc {
 /* One primitive made for a node, with what running it needs. */
 typedef struct ipu_dnn ipu_dnn_t;
 
+/* Element-wise Add-14, Sub-14, Mul-14, Div-14 (Operators.md) of float32:
+ * Y = A op B, A and Y of dims a (rank 1 to 6), B of A's rank with each dim
+ * A's or 1 (NumPy broadcasting of B to A; an operand of lower rank is
+ * padded with leading 1s first). */
+typedef enum {
+    IPU_DNN_BINARY_ADD, IPU_DNN_BINARY_SUB, IPU_DNN_BINARY_MUL, IPU_DNN_BINARY_DIV,
+} ipu_dnn_binary_alg_t;
+typedef struct ipu_dnn_binary_desc {
+    ipu_dnn_binary_alg_t alg;
+    int rank;
+    int64_t a[IPU_MAX_RANK], b[IPU_MAX_RANK];
+} ipu_dnn_binary_desc_t;
+
 /* Make the primitive for node n. Errors (message names the node and
  * oneDNN's status): IPU_ERR_UNSUPPORTED when oneDNN has no implementation,
  * IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL. At debug log level the
@@ -142,6 +155,18 @@ ipu_status_t ipu_dnn_layernorm(const ipu_node_t *n, int64_t rows, int64_t len, f
  * op unless chained. */
 ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, const ipu_dnn_t *like,
                           ipu_dnn_t **out);
+
+/* The binary op of d, run with ipu_dnn_exec(): src A, extra[0] B (dense,
+ * in our layout), dst Y. like: NULL, or the primitive of the node whose
+ * output A is: A is then taken in like's output layout (where it is of A's
+ * dims) and Y is in that layout too, so that ipu_dnn_can_chain(like,
+ * result) may hold; as with ipu_dnn_pool(), A and Y are reordered from and
+ * to ours inside the op unless chained. IPU_ERR_UNSUPPORTED where oneDNN
+ * has only its reference kernel, and with like where B is of A's dims (it
+ * would be read across A's layout) or like's layout has inner blocks
+ * (nChw16c: B's bytes would differ from ours). */
+ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
+                            const ipu_dnn_t *like, ipu_dnn_t **out);
 
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */

@@ -12,6 +12,17 @@ OUT/conv_acts/model.onnx  x[1,3,12,12]: one Conv 3->8 (3x3, pad 1) per branch,
 OUT/dense/model.onnx      a[2,5,32] -> Linear(32,64) (MatMul + Add) -> GELU
                           (erf) -> Linear(64,16); b[4,32] -> Linear(32,24)
                           (Gemm) -> Hardswish: 2 outputs
+OUT/se_chain/model.onnx   x[2,8,10,10]: EfficientNet's squeeze-and-excitation
+                          around a depthwise Conv (32 channels, SiLU) whose
+                          output the global average pool and five element-wise
+                          ops read, each op's output a 1x1 Conv's input:
+                          scale * y and y * scale (scale [2,32,1,1], the
+                          Sigmoid of the excitation), y + scale, y - scale,
+                          y / scale, and y * t (t a scalar); plus y - scale
+                          itself: 6 outputs. The ops are no post-ops (their
+                          operand is no constant), so they run on oneDNN's
+                          binary primitive in the Conv's layout (the layout
+                          pass, exec/ops/dnn_chain.h).
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
 import os, sys
@@ -53,6 +64,27 @@ class Dense(torch.nn.Module):
         return self.fc2(torch.nn.functional.gelu(self.fc1(a))), torch.nn.functional.hardswish(self.fc3(b))
 
 
+class SEChain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.expand = nn.Conv2d(8, 32, 1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.fc1 = nn.Conv2d(32, 8, 1)
+        self.fc2 = nn.Conv2d(8, 32, 1)
+        self.proj = nn.ModuleList(nn.Conv2d(32, 16, 1) for _ in range(6))
+
+    def forward(self, x):
+        F = torch.nn.functional
+        y = F.silu(self.dw(F.silu(self.expand(x))))
+        scale = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        t = scale.mean()
+        p = self.proj
+        d = y - scale
+        return (p[0](scale * y), p[1](y * scale), p[2](y + scale), p[3](d), p[4](y / scale),
+                p[5](y * t), d)
+
+
 def save(t, path, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(t, name).SerializeToString())
@@ -76,3 +108,4 @@ def export(name, model, inputs):
 
 export("conv_acts", ConvActs(), (torch.randn(1, 3, 12, 12),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
+export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))

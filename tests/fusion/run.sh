@@ -3,7 +3,10 @@
 # with PyTorch's (--check), and the debug log names the fusions expected:
 # each activation, the Erf GELU, SiLU, a per-channel Mul, an affine Mul/Add
 # and a residual Add on Conv; Add (bias) + GELU and Add on MatMul;
-# HardSwish on Gemm.
+# HardSwish on Gemm. In se_chain (squeeze-and-excitation) the layout pass
+# keeps the depthwise Conv's output in oneDNN's layout for its 7 readers
+# (the pool and the Add, Sub, Mul, Div by a per-channel scale or a scalar
+# on oneDNN's binary primitive) and each op's output that a Conv reads.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -23,6 +26,14 @@ run() {
     fi
     sed -n "s/.*fused into node '\([^']*\)' ([A-Za-z]*): \(.*\)/\1: \2/p" "$W/err" >"$W/$1.fused"
 }
+# kept MODEL NODE N: the layout pass kept NODE's output in oneDNN's layout for N readers
+kept() {
+    if grep -qF "node '$2' ($3): output kept in oneDNN's layout for $4 reader(s)" "$W/err"; then
+        echo "ok: $1 keeps $2's output in oneDNN's layout"
+    else
+        echo "FAIL: $1: $2's output not kept in oneDNN's layout for $4 readers"; fails=$((fails + 1))
+    fi
+}
 # want MODEL LINE: the fusion LINE ("node: kinds (n nodes)") was logged
 want() {
     if grep -qxF -- "$2" "$W/$1.fused"; then echo "ok: $1 fused $2"; else
@@ -39,5 +50,10 @@ run dense 2
 want dense "/fc1/MatMul: Add, Gelu (6 nodes)"
 want dense "/fc2/MatMul: Add (1 nodes)"
 want dense "/fc3/Gemm: HardSwish (1 nodes)"
+run se_chain 7
+kept se_chain /dw/Conv Conv 7
+for k in Mul_3 Mul_4 Add Div Mul_5; do
+    kept se_chain "/$k" "${k%_*}" 1
+done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

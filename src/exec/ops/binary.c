@@ -7,17 +7,32 @@
  *
  * dtypes: float, int64, int32 for arithmetic and comparisons (plus bool for
  * Equal), bool for And/Or/Xor, any fixed-size type for Where's X/Y. Integer
- * Div/Mod by zero give 0 rather than trapping. */
+ * Div/Mod by zero give 0 rather than trapping.
+ *
+ * Add, Sub, Mul and Div of float32 activations (rank 3 to 5) whose one
+ * input has the output's shape (A: input 0, or either input of Add and
+ * Mul) and whose other (B) is a scalar, per channel ([N or 1, C, 1...]) or
+ * of the output's shape join the layout pass (dnn_chain.h) as lazy readers
+ * with A as their source: where the pass keeps A, a Conv's (or pool's)
+ * output, in oneDNN's layout, the node is made (adopt) a oneDNN binary
+ * primitive (exec/onednn.h) that reads A in that layout and writes Y in it,
+ * so an activation stays in oneDNN's layout through Conv -> Mul(scale) ->
+ * Conv (EfficientNet's squeeze-and-excitation). Elsewhere the kernels
+ * below run: on our layout they are as fast as oneDNN's or faster, and no
+ * primitive is made. */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 enum { K_ARITH, K_CMP, K_LOGIC, K_VARIADIC, K_WHERE, K_POW, K_MOD };
 
 typedef struct bin_op {
     ipu_op_t op;
     int kind;
+    int dnn_alg;  /* ipu_dnn_binary_alg_t of Add/Sub/Mul/Div, -1 for none */
     ipu_ew_row_fn k[4]; /* by ipu_ew_type_index(): f32, i64, i32, bool */
     ipu_ew_row_fn alt[4]; /* Mod with fmod=1 */
 } bin_op_t;
@@ -176,8 +191,6 @@ WHERE_FN(where_2, uint16_t)
 WHERE_FN(where_4, uint32_t)
 WHERE_FN(where_8, uint64_t)
 
-/* ---- infer / run ------------------------------------------------------ */
-
 static ipu_ew_row_fn pick(const ipu_node_t *n, ipu_dtype_t ta, ipu_dtype_t tb)
 {
     const bin_op_t *b = BIN_OP(n);
@@ -203,6 +216,85 @@ static ipu_ew_row_fn pick(const ipu_node_t *n, ipu_dtype_t ta, ipu_dtype_t tb)
         return b->alt[ti];
     return b->k[ti];
 }
+
+/* ---- oneDNN's binary primitive (Add, Sub, Mul, Div) -------------------- */
+
+typedef struct bin_state {
+    ipu_dnn_node_t dnn;        /* first (IPU_OP_DNN); dnn.src_slot: A */
+    ipu_dnn_binary_desc_t d;   /* what the primitive was made from (adopt) */
+} bin_state_t;
+
+static ipu_status_t bin_adopt(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    const bin_state_t *s = n->state;
+    return ipu_dnn_binary(n, &s->d, like, out);
+}
+
+static void bin_fini(ipu_node_t *n)
+{
+    bin_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->dnn.p);
+    free(s);
+    n->state = NULL;
+}
+
+/* Whether v (rank <= r) broadcast to dims (rank r) is a scalar, per
+ * channel (1 everywhere but along axes 0 and 1) or of dims itself; its dims
+ * padded to rank r into b. */
+static int b_fits(const ipu_value_t *v, int r, const int64_t *dims, int64_t *b)
+{
+    int same = v->rank == r, per_channel = 1;
+    if (v->rank > r)
+        return 0;
+    for (int i = 0; i < r; i++) {
+        int j = i - (r - v->rank);
+        b[i] = j < 0 ? 1 : v->dims[j];
+        if (b[i] != 1 && b[i] != dims[i])
+            return 0;
+        same &= b[i] == dims[i];
+        per_channel &= i < 2 || b[i] == 1;
+    }
+    return same || per_channel;
+}
+
+/* n->state where n qualifies (see the top of the file): a lazy reader of
+ * the layout pass. */
+static ipu_status_t bin_dnn_setup(ipu_graph_t *g, ipu_node_t *n, int rank, const int64_t *dims)
+{
+    const bin_op_t *b = BIN_OP(n);
+    const ipu_value_t *in[2] = {ipu_node_input(g, n, 0), ipu_node_input(g, n, 1)};
+    ipu_dnn_binary_desc_t d = {.alg = (ipu_dnn_binary_alg_t)b->dnn_alg, .rank = rank};
+    int commutes = d.alg == IPU_DNN_BINARY_ADD || d.alg == IPU_DNN_BINARY_MUL, a = -1;
+    if (b->dnn_alg < 0 || rank < 3 || rank > 5 || in[0]->dtype != IPU_DTYPE_FLOAT ||
+        ipu_shape_numel(rank, dims) == 0 || (in[0]->data && in[1]->data))
+        return IPU_OK;
+    for (int k = 0; k < (commutes ? 2 : 1) && a < 0; k++)
+        if (in[k]->rank == rank && memcmp(in[k]->dims, dims, (size_t)rank * sizeof(int64_t)) == 0 &&
+            b_fits(in[1 - k], rank, dims, d.b))
+            a = k;
+    if (a < 0)
+        return IPU_OK;
+    memcpy(d.a, dims, (size_t)rank * sizeof(int64_t));
+    bin_state_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    s->d = d;
+    s->dnn.src_slot = a;
+    s->dnn.res_slot = -1;
+    s->dnn.adopt = bin_adopt;
+    s->dnn.lazy = 1;
+    n->state = s;
+    return IPU_OK;
+}
+
+static size_t bin_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const bin_state_t *s = n->state;
+    return s ? ipu_dnn_scratch(s->dnn.p) : 0;
+}
+
+/* ---- infer / run ------------------------------------------------------ */
 
 static ipu_status_t bin_infer(ipu_graph_t *g, ipu_node_t *n)
 {
@@ -233,7 +325,7 @@ static ipu_status_t bin_infer(ipu_graph_t *g, ipu_node_t *n)
         return st;
     ipu_dtype_t to = b->kind == K_CMP || b->kind == K_LOGIC ? IPU_DTYPE_BOOL : ta;
     ipu_value_set_shape(ipu_node_output(g, n, 0), to, rank, dims);
-    return IPU_OK;
+    return bin_dnn_setup(g, n, rank, dims);
 }
 
 static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
@@ -243,6 +335,12 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
     if (b->kind == K_WHERE) {
         ipu_ew_apply(3, in, out, pick(n, in[1].dtype, in[2].dtype), NULL);
         return IPU_OK;
+    }
+    const bin_state_t *s = n->state;
+    if (s && s->dnn.p) { /* made by the layout pass: A in oneDNN's layout */
+        int a = s->dnn.src_slot;
+        const void *bop[1] = {in[1 - a].data};
+        return ipu_dnn_exec(n, s->dnn.p, in[a].data, bop, out[0].data, ctx);
     }
     if (b->kind != K_VARIADIC) {
         ipu_ew_apply(2, in, out, pick(n, in[0].dtype, in[1].dtype), NULL);
@@ -269,15 +367,18 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
 }
 
 #define ENTRY(NAME, SINCE, KIND, ...) \
-    {{"", NAME, SINCE, 17, 0, bin_infer, NULL, bin_run, NULL, NULL, NULL}, KIND, __VA_ARGS__}
+    {{"", NAME, SINCE, 17, 0, bin_infer, NULL, bin_run, NULL, NULL, NULL}, KIND, -1, __VA_ARGS__}
+#define ENTRY_DNN(NAME, ALG, ...)                                                            \
+    {{"", NAME, 7, 17, IPU_OP_DNN, bin_infer, bin_scratch, bin_run, bin_fini, NULL, NULL},   \
+     K_ARITH, ALG, __VA_ARGS__}
 #define ARITH_K(p) {p##_f32, p##_i64, p##_i32, NULL}
 #define CMP_K(p) {p##_f32, p##_i64, p##_i32, p##_b8}
 
 static const bin_op_t ops[] = {
-    ENTRY("Add", 7, K_ARITH, ARITH_K(add), {0}),
-    ENTRY("Sub", 7, K_ARITH, ARITH_K(sub), {0}),
-    ENTRY("Mul", 7, K_ARITH, ARITH_K(mul), {0}),
-    ENTRY("Div", 7, K_ARITH, ARITH_K(div), {0}),
+    ENTRY_DNN("Add", IPU_DNN_BINARY_ADD, ARITH_K(add), {0}),
+    ENTRY_DNN("Sub", IPU_DNN_BINARY_SUB, ARITH_K(sub), {0}),
+    ENTRY_DNN("Mul", IPU_DNN_BINARY_MUL, ARITH_K(mul), {0}),
+    ENTRY_DNN("Div", IPU_DNN_BINARY_DIV, ARITH_K(div), {0}),
     ENTRY("Pow", 7, K_POW, {pow_f32, ipow_i64, ipow_i32, NULL}, {0}),
     ENTRY("Mod", 10, K_MOD, ARITH_K(pymod), ARITH_K(fmod)),
     ENTRY("Equal", 7, K_CMP, CMP_K(eq), {0}),

@@ -14,10 +14,20 @@ static ipu_dnn_node_t *dnn_node(const ipu_node_t *n)
     return !n->folded && n->op && (n->op->flags & IPU_OP_DNN) && r && r->p ? r : NULL;
 }
 
+/* The record of node n as a reader: with a primitive, or lazy (its
+ * primitive made only by adopt()); else NULL. */
+static ipu_dnn_node_t *dnn_reader(const ipu_node_t *n)
+{
+    ipu_dnn_node_t *r = n->state;
+    if (!n->folded && n->op && (n->op->flags & IPU_OP_DNN) && r && !r->p && r->lazy && r->adopt)
+        return r;
+    return dnn_node(n);
+}
+
 /* The readers of value v, directly or through Identity nodes: their node
  * indices into readers and the slot read into slots (*n of them, at most
- * MAX_READERS); 0 when a reader is not a node with a primitive reading it as
- * its source or residual, or v (or an Identity's output) is a graph output. */
+ * MAX_READERS); 0 when a reader is not a node with a primitive (or a lazy
+ * one) reading it as its source or residual, or v (or an Identity's output) is a graph output. */
 static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, int *n, int depth)
 {
     if (depth > 8 || (g->values[v].flags & IPU_VALUE_OUTPUT))
@@ -27,13 +37,13 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
         for (int k = 0; k < r->n_inputs; k++) {
             if (r->inputs[k] != v)
                 continue;
-            const ipu_dnn_node_t *d = dnn_node(r);
+            const ipu_dnn_node_t *d = dnn_reader(r);
             if (r->folded)
                 return 0;
             if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
                 if (!chain_readers(g, r->outputs[0], readers, slots, n, depth + 1))
                     return 0;
-            } else if (d && (k == 0 || k == d->res_slot) && *n < MAX_READERS) {
+            } else if (d && (k == d->src_slot || k == d->res_slot) && *n < MAX_READERS) {
                 slots[*n] = k;
                 readers[(*n)++] = i;
             } else {
@@ -57,9 +67,10 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         return IPU_OK;
     for (int j = 0; j < n && ok; j++) {
         ipu_node_t *r = &g->nodes[readers[j]];
-        ipu_dnn_node_t *pr = dnn_node(r);
+        ipu_dnn_node_t *pr = dnn_reader(r);
         int as_res = slots[j] == pr->res_slot;
-        how[j] = ipu_dnn_can_chain(pc->p, pr->p, as_res);
+        /* a lazy reader: only as remade to read pc's layout as it is */
+        how[j] = pr->p ? ipu_dnn_can_chain(pc->p, pr->p, as_res) : IPU_DNN_CHAIN_REORDER;
         /* 0: the producer writes ours, which a remade reader could not change */
         if (how[j] == IPU_DNN_CHAIN_REORDER && !as_res && pr->adopt &&
             pr->adopt(r, pc->p, &made[j]) == IPU_OK) {
@@ -70,11 +81,13 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
                 made[j] = NULL;
             }
         }
+        if (!pr->p && how[j] != IPU_DNN_CHAIN_AS_IS)
+            how[j] = 0;
         ok = how[j] != 0;
     }
     for (int j = 0; j < n; j++) {
         ipu_node_t *r = &g->nodes[readers[j]];
-        ipu_dnn_node_t *pr = dnn_node(r);
+        ipu_dnn_node_t *pr = dnn_reader(r);
         int as_res = slots[j] == pr->res_slot;
         if (ok && made[j]) {
             ipu_dnn_free(pr->p);

@@ -3,7 +3,7 @@
  * primitives (exec/onednn.h), with no reorder to our layout in between.
  *
  * An op takes part by setting IPU_OP_DNN (graph/op.h) and starting its
- * n->state with an ipu_dnn_node_t. */
+ * n->state with an ipu_dnn_node_t (zeroed fields: the defaults). */
 #ifndef IPU_EXEC_OPS_DNN_CHAIN_H
 #define IPU_EXEC_OPS_DNN_CHAIN_H
 
@@ -15,6 +15,9 @@ typedef struct ipu_dnn_node {
      * by the state; NULL when the node runs without one (empty tensors, a
      * case the op computes itself). */
     ipu_dnn_t *p;
+    /* The input slot read as the primitive's source: 0 but for an op whose
+     * source may be another input (a Mul(scale, X)). */
+    int src_slot;
     /* The input slot read as the primitive's residual (Conv's fused sum,
      * graph/fuse.h), in its output's layout; -1 for none. */
     int res_slot;
@@ -22,22 +25,27 @@ typedef struct ipu_dnn_node {
      * frees p) that reads its source in the output layout of like, the
      * primitive producing it. NULL when the op's source layout is fixed. */
     ipu_status_t (*adopt)(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out);
+    /* 1: p stays NULL (the op computes our layout itself) unless the pass
+     * remakes the node with adopt() to read its producer's layout as it
+     * is; such a node takes part only so. */
+    int lazy;
 } ipu_dnn_node_t;
 
 /* For every output of a node with a primitive whose every reader (through
- * Identity nodes) is a node with a primitive reading it as its source or
- * residual, and that is no graph output: readers with adopt() are remade
- * to read the producer's layout (in topological order, so a remade reader
- * may in turn pass it on); then, where every reader can take it in the
- * producer's layout (ipu_dnn_can_chain), as it is or through one reorder
- * into its own, the producer writes it in that layout, with no reorder to
- * ours in between. Otherwise nothing changes. The layout is a property of
- * the value on every rank, so a pipeline boundary carries the same bytes a
- * single rank keeps. Run after ipu_graph_fuse() on every path that
- * executes the graph; again after any re-infer. A primitive that cannot be
- * remade leaves its value as it was; errors (out of memory making a
- * reorder: IPU_ERR_NO_MEMORY, naming the node) leave the graph unfit to
- * run. */
+ * Identity nodes) is a node with a primitive (or a lazy one) reading it as
+ * its source or residual, and that is no graph output: readers with
+ * adopt() are remade to read the producer's layout (in topological order,
+ * so a remade reader may in turn pass it on; a lazy reader takes part only
+ * where its remade primitive reads that layout as it is); then, where
+ * every reader can take it in the producer's layout (ipu_dnn_can_chain),
+ * as it is or through one reorder into its own, the producer writes it in
+ * that layout, with no reorder to ours in between. Otherwise nothing
+ * changes. The layout is a property of the value on every rank, so a
+ * pipeline boundary carries the same bytes a single rank keeps. Run after
+ * ipu_graph_fuse() on every path that executes the graph; again after any
+ * re-infer. A primitive that cannot be remade leaves its value as it was;
+ * errors (out of memory making a reorder: IPU_ERR_NO_MEMORY, naming the
+ * node) leave the graph unfit to run. */
 ipu_status_t ipu_dnn_chain(ipu_graph_t *g);
 
 #endif

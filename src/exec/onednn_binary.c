@@ -1,0 +1,114 @@
+/* The oneDNN layer (onednn.h): element-wise binary ops (binary primitive). */
+#include "exec/onednn_impl.h"
+
+#include <string.h>
+
+static const dnnl_alg_kind_t binary_alg[] = {
+    [IPU_DNN_BINARY_ADD] = dnnl_binary_add,
+    [IPU_DNN_BINARY_SUB] = dnnl_binary_sub,
+    [IPU_DNN_BINARY_MUL] = dnnl_binary_mul,
+    [IPU_DNN_BINARY_DIV] = dnnl_binary_div,
+};
+
+/* Whether md describes a tensor of dims (rank r). */
+static int same_dims(const dnnl_memory_desc_t *md, int r, const int64_t *dims)
+{
+    if (md->ndims != r)
+        return 0;
+    for (int i = 0; i < r; i++)
+        if (md->dims[i] != dims[i])
+            return 0;
+    return 1;
+}
+
+/* B (dims b) described in the dim order of A's layout a (dense, no inner
+ * blocks), where that addresses B's elements as ours does: oneDNN's
+ * kernels run faster with both operands in one order. Else B as ours. */
+static dnnl_status_t b_md_like(const dnnl_memory_desc_t *a, const ipu_dnn_shape_t *b,
+                               dnnl_memory_desc_t *out)
+{
+    ipu_dnn_shape_t s = *b;
+    int order[IPU_MAX_RANK], r = b->rank;
+    const dnnl_dims_t *as = &a->format_desc.blocking.strides;
+    for (int i = 0; i < r; i++) /* outermost first: by A's stride, then index */
+        order[i] = i;
+    for (int i = 1; i < r; i++)
+        for (int j = i; j > 0 && (*as)[order[j]] > (*as)[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int64_t st = 1;
+    for (int k = r - 1; k >= 0; k--) {
+        s.strides[order[k]] = st;
+        st *= b->dims[order[k]];
+    }
+    for (int i = 0; i < r; i++)
+        if (b->dims[i] > 1 && s.strides[i] != b->strides[i])
+            return dnn_md_of(b, out);
+    return dnn_md_of(&s, out);
+}
+
+ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
+                            const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    ipu_status_t st = IPU_OK;
+    ipu_dnn_shape_t as = {.rank = d->rank}, bs = {.rank = d->rank};
+    dnnl_memory_desc_t src, src_prim, b_md, dst, dst_any;
+    dnnl_binary_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    ipu_dnn_t *p = NULL;
+    const char *impl = NULL;
+    int64_t na = 1, nb = 1;
+    *out = NULL;
+    if (d->rank < 1 || d->rank > 6)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "rank %d", d->rank);
+    for (int i = 0; i < d->rank; i++) {
+        as.dims[i] = d->a[i];
+        bs.dims[i] = d->b[i];
+        na *= d->a[i];
+        nb *= d->b[i];
+    }
+    ipu_dnn_shape_dense(&as);
+    ipu_dnn_shape_dense(&bs);
+    if ((p = dnn_new()) == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    if (dnn_engine() == NULL)
+        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    DNN_TRY(dnn_md_of(&as, &src), "describing A");
+    dst = src;
+    src_prim = like && same_dims(&like->dst_md, d->rank, d->a) ? like->dst_md : src;
+    if (!dnnl_memory_desc_equal(&src_prim, &src) &&
+        (src_prim.format_kind != dnnl_blocked || src_prim.format_desc.blocking.inner_nblks > 0 ||
+         nb == na)) {
+        st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN binary: A in a blocked layout, or B "
+                          "of A's dims read across it");
+        goto out;
+    }
+    DNN_TRY(b_md_like(&src_prim, &bs, &b_md), "describing B");
+    /* Y in the layout the primitive picks for A's: A's own */
+    {
+        dnnl_dims_t dims;
+        for (int i = 0; i < d->rank; i++)
+            dims[i] = d->a[i];
+        DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, d->rank, dims, dnnl_f32,
+                                             dnnl_format_tag_any), "describing Y");
+    }
+    DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
+    DNN_TRY(dnnl_binary_desc_init(&desc, binary_alg[d->alg], &src_prim, &b_md, &dst_any),
+            "describing the binary op");
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr), "choosing a binary implementation");
+    /* the reference kernel runs orders of magnitude slower than ours */
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+        st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN binary: only the reference kernel");
+        goto out;
+    }
+    dnn_add_operand(p, DNNL_ARG_SRC_1, &b_md);
+    if ((st = dnn_finish(n, p, pd)) != IPU_OK)
+        goto out;
+    st = dnn_plain_io(n, p, &src, &dst);
+out:
+    return dnn_made(st, pd, attr, p, out);
+}
