@@ -31,7 +31,7 @@ enum {
      * library primitive the node runs on (exec/ops/dnn_chain.h), which its
      * pass over the prepared graph reads to keep activations in the
      * library's layout between such nodes. */
-    IPU_OP_DNN = 1u << 1,
+    IPU_OP_DNN = 1u << 2,
 };
 
 typedef struct ipu_op {
