@@ -46,6 +46,11 @@ struct ipu_dnn {
      * slot[i] (its token, 0: free); claimed once, kept until the free */
     _Atomic uintptr_t owner[DNN_SLOTS];
     dnn_slot_t *slot[DNN_SLOTS];
+    /* a concat's sources and memory objects (onednn_concat.c; NULL for
+     * other primitives), and how many sources are in their producers'
+     * layouts */
+    struct dnn_concat *cat;
+    int src_own;
     int n_extra; /* further operands of ipu_dnn_exec(), in the maker's order */
     int extra_arg[DNN_MAX_EXTRA];
     dnnl_memory_desc_t extra_md[DNN_MAX_EXTRA];
@@ -128,6 +133,9 @@ void dnn_add_operand(ipu_dnn_t *p, int dnnl_arg, const dnnl_memory_desc_t *md);
  * the scratchpad region (p->src_bytes, p->dst_bytes). */
 ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_desc_t *src,
                           const dnnl_memory_desc_t *dst);
+
+/* Free what a concat keeps (onednn_concat.c); NULL is a no-op. */
+void dnn_concat_free(struct dnn_concat *c);
 
 /* The arguments of one execution: memory objects made over our buffers. */
 typedef struct {
