@@ -3,7 +3,8 @@
 # with PyTorch's (--check), and the debug log names the fusions expected:
 # each activation, the Erf GELU, SiLU, a per-channel Mul, an affine Mul/Add
 # and a residual Add on Conv; Add (bias) + GELU and Add on MatMul;
-# HardSwish on Gemm.
+# HardSwish on Gemm. The layout pass keeps Concats and a
+# BatchNormalization between Convs in oneDNN's layouts (concat_chain).
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -39,5 +40,25 @@ run dense 2
 want dense "/fc1/MatMul: Add, Gelu (6 nodes)"
 want dense "/fc2/MatMul: Add (1 nodes)"
 want dense "/fc3/Gemm: HardSwish (1 nodes)"
+# the layout pass through Concat and BatchNormalization (exec/ops/dnn_chain.h):
+# the Fire module's expands and Concat, the Concat of three and the
+# BatchNormalization after it stay in oneDNN's layouts; y, which two Concats
+# read, does not
+kept() {
+    if grep -q "node '$2' ([A-Za-z]*): output kept in oneDNN's layout" "$W/$1.err"; then
+        echo "ok: $1 keeps $2 in oneDNN's layout"
+    else echo "FAIL: $1: $2 not kept in oneDNN's layout"; fails=$((fails + 1)); fi
+}
+for m in concat_chain concat_chain_b2; do
+    run $m 2
+    cp "$W/err" "$W/$m.err"
+    for node in /expand1/Conv /expand3/Conv /Concat /a/Conv /b/Conv /c/Conv /Concat_1 \
+                /bn/BatchNormalization /post/Conv; do
+        kept $m $node
+    done
+    if grep -q "node '/fire_out/Conv' ([A-Za-z]*): output kept" "$W/$m.err"; then
+        echo "FAIL: $m: y (read by two Concats) kept in oneDNN's layout"; fails=$((fails + 1))
+    else echo "ok: $m: y, read by two Concats, in ours"; fi
+done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"
