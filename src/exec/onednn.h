@@ -171,7 +171,9 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
  * would be padded), reordered to ours inside the op unless chained. The
  * primitive reads a source in whatever layout its producer writes:
  * ipu_dnn_can_chain(producer, p, 0) is IPU_DNN_CHAIN_AS_IS whenever the
- * producer can keep its own; the op then remakes p with like. */
+ * producer can keep its own; the op then remakes p with like. Errors as
+ * the makers above; IPU_ERR_INTERNAL when like[k] writes a tensor of
+ * other dims than source k's. */
 ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
                             const ipu_dnn_t *const *like, ipu_dnn_t **out);
 /* Run a concat: src[k] source k (n_src of them) in the layouts p was made

@@ -95,7 +95,11 @@ ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
     for (int k = 0; k < d->n_src; k++) {
         dims[1] = d->C[k];
         const ipu_dnn_t *l = like ? like[k] : NULL;
-        if (l && same_dims(&l->dst_md, r, dims)) {
+        if (l && !same_dims(&l->dst_md, r, dims)) { /* it writes another tensor */
+            st = ipu_op_error(IPU_ERR_INTERNAL, n, "source %d is not its producer's output", k);
+            goto out;
+        }
+        if (l) {
             c->md[k] = l->dst_md;
             p->src_own++;
             own_channels += d->C[k];
