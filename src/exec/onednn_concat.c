@@ -56,16 +56,6 @@ static dnnl_format_tag_t tag_of(const dnnl_memory_desc_t *md, int nd)
     return dnnl_format_tag_undef;
 }
 
-static int same_dims(const dnnl_memory_desc_t *md, int r, const dnnl_dims_t dims)
-{
-    if (md->ndims != r)
-        return 0;
-    for (int i = 0; i < r; i++)
-        if (md->dims[i] != dims[i])
-            return 0;
-    return 1;
-}
-
 ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
                             const ipu_dnn_t *const *like, ipu_dnn_t **out)
 {
@@ -95,7 +85,7 @@ ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
     for (int k = 0; k < d->n_src; k++) {
         dims[1] = d->C[k];
         const ipu_dnn_t *l = like ? like[k] : NULL;
-        if (l && !same_dims(&l->dst_md, r, dims)) { /* it writes another tensor */
+        if (l && !dnn_same_dims(&l->dst_md, r, dims)) { /* it writes another tensor */
             st = ipu_op_error(IPU_ERR_INTERNAL, n, "source %d is not its producer's output", k);
             goto out;
         }

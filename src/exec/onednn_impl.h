@@ -72,6 +72,17 @@ static inline size_t dnn_align64(size_t b)
     return (b + 63) / 64 * 64;
 }
 
+/* Whether md describes a tensor of rank r and dims. */
+static inline int dnn_same_dims(const dnnl_memory_desc_t *md, int r, const int64_t *dims)
+{
+    if (md->ndims != r)
+        return 0;
+    for (int i = 0; i < r; i++)
+        if (md->dims[i] != dims[i])
+            return 0;
+    return 1;
+}
+
 /* Our layout of an activation of nd spatial dims (1 to 3): ncw, nchw, ncdhw. */
 static inline dnnl_format_tag_t dnn_plain_tag(int nd)
 {

@@ -35,9 +35,10 @@ typedef struct ipu_dnn_node {
  * residual, and that is no graph output: readers with adopt() are remade
  * to read the producer's layout (in topological order, so a remade reader
  * may in turn pass it on; a node with adopt_sources reads any of its
- * inputs so); then, where every reader can take it in the
- * producer's layout (ipu_dnn_can_chain), as it is or through one reorder
- * into its own, the producer writes it in that layout, with no reorder to
+ * inputs so, when it is the value's only reader); then, where every
+ * reader can take it in the producer's layout (ipu_dnn_can_chain), as it
+ * is or through one reorder into its own, the producer writes it in that
+ * layout, with no reorder to
  * ours in between. Otherwise nothing changes. The layout is a property of
  * the value on every rank, so a pipeline boundary carries the same bytes a
  * single rank keeps. Run after ipu_graph_fuse() on every path that
