@@ -420,6 +420,7 @@ void ipu_dnn_free(ipu_dnn_t *p)
     if (p->res_copy)
         dnnl_primitive_destroy(p->res_copy);
     dnn_run_free(p);
+    dnn_concat_free(p->cat);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
@@ -435,6 +436,8 @@ int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
     if (a == NULL || b == NULL || a->dst_out == NULL ||
         dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user))
         return 0;
+    if (b->cat && !as_residual) /* a concat reads any layout */
+        return IPU_DNN_CHAIN_AS_IS;
     if (as_residual ? b->res_in && dnnl_memory_desc_equal(&a->dst_md, &b->dst_md)
                     : b->src_in && dnnl_memory_desc_equal(&a->dst_md, &b->src_md))
         return IPU_DNN_CHAIN_AS_IS;
@@ -479,4 +482,15 @@ void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_b
     p->chain_src |= src_blocked;
     p->chain_dst |= dst_blocked;
     p->chain_res |= res_blocked;
+}
+
+int ipu_dnn_plain(const ipu_dnn_t *p)
+{
+    return p && !p->src_in && !p->dst_out && !p->res_in && !p->chain_src && !p->chain_dst &&
+           !p->chain_res && p->src_own == 0;
+}
+
+int ipu_dnn_chained_dst(const ipu_dnn_t *p)
+{
+    return p && p->chain_dst;
 }

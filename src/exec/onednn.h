@@ -114,6 +114,26 @@ typedef struct ipu_dnn_pool_desc {
     int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
 } ipu_dnn_pool_desc_t;
 
+/* Concat-4/11/13 (Operators.md) on axis 1 (the channels) of n_src
+ * float32 sources: source k [N, C[k], sp...], Y [N, sum of C, sp...], nd
+ * spatial dims (1 to 3) sp. */
+typedef struct ipu_dnn_concat_desc {
+    int nd, n_src;
+    int64_t N, sp[3];
+    const int64_t *C; /* n_src channel counts, each >= 1 */
+} ipu_dnn_concat_desc_t;
+
+/* BatchNormalization-15 (Operators.md) in inference mode: Y = (X - mean)
+ * / sqrt(var + eps) * scale + B per channel, then Relu when relu (a Relu
+ * graph/fuse.c folded in). X and Y [N, C, sp...], nd spatial dims (0 to
+ * 3). */
+typedef struct ipu_dnn_bnorm_desc {
+    int nd;
+    int64_t N, C, sp[3];
+    float eps;
+    int relu;
+} ipu_dnn_bnorm_desc_t;
+
 /* One primitive made for a node, with what running it needs. */
 typedef struct ipu_dnn ipu_dnn_t;
 
@@ -167,6 +187,35 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
  * (nChw16c: B's bytes would differ from ours). */
 ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
                             const ipu_dnn_t *like, ipu_dnn_t **out);
+
+/* Concat, run with ipu_dnn_concat_run(). like: NULL, or n_src entries,
+ * each NULL (source k in our layout) or the primitive producing source k,
+ * whose output the layout pass keeps in its own layout (source k is then
+ * read so). Y: ours when most channels come in ours, else the layout of
+ * the first source in oneDNN's for Y's dims (channels-last when that one
+ * would be padded), reordered to ours inside the op unless chained. The
+ * primitive reads a source in whatever layout its producer writes:
+ * ipu_dnn_can_chain(producer, p, 0) is IPU_DNN_CHAIN_AS_IS whenever the
+ * producer can keep its own; the op then remakes p with like. Errors as
+ * the makers above; IPU_ERR_INTERNAL when like[k] writes a tensor of
+ * other dims than source k's. */
+ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
+                            const ipu_dnn_t *const *like, ipu_dnn_t **out);
+/* Run a concat: src[k] source k (n_src of them) in the layouts p was made
+ * for, dst Y; scratch and threads as ipu_dnn_run(). */
+ipu_status_t ipu_dnn_concat_run(const ipu_node_t *n, ipu_dnn_t *p, const float *const *src,
+                                float *dst, const ipu_kernel_ctx_t *ctx);
+
+/* Batch normalization, run with ipu_dnn_exec(); further operands scale,
+ * B, mean, var (each [C]). like as ipu_dnn_pool(): X taken in like's
+ * output layout where it has X's dims; Y in X's layout. */
+ipu_status_t ipu_dnn_batchnorm(const ipu_node_t *n, const ipu_dnn_bnorm_desc_t *d,
+                               const ipu_dnn_t *like, ipu_dnn_t **out);
+
+/* 1 when p reads its source(s) and writes its destination in our layout
+ * with no reorder, as made and as the layout pass left it (an op may then
+ * run a kernel of its own in its place); 0 otherwise and for NULL. */
+int ipu_dnn_plain(const ipu_dnn_t *p);
 
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */
@@ -258,6 +307,10 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *consumer,
  * no reorder. Set only on pairs ipu_dnn_can_chain() accepted, before any
  * run. */
 void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked);
+
+/* 1 when the layout pass made p write its output in its own layout
+ * (ipu_dnn_set_chain's dst_blocked); 0 otherwise and for NULL. */
+int ipu_dnn_chained_dst(const ipu_dnn_t *p);
 
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",
  * "avx2" (static string). */

@@ -46,6 +46,11 @@ struct ipu_dnn {
      * slot[i] (its token, 0: free); claimed once, kept until the free */
     _Atomic uintptr_t owner[DNN_SLOTS];
     dnn_slot_t *slot[DNN_SLOTS];
+    /* a concat's sources and memory objects (onednn_concat.c; NULL for
+     * other primitives), and how many sources are in their producers'
+     * layouts */
+    struct dnn_concat *cat;
+    int src_own;
     int n_extra; /* further operands of ipu_dnn_exec(), in the maker's order */
     int extra_arg[DNN_MAX_EXTRA];
     dnnl_memory_desc_t extra_md[DNN_MAX_EXTRA];
@@ -65,6 +70,17 @@ struct ipu_dnn {
 static inline size_t dnn_align64(size_t b)
 {
     return (b + 63) / 64 * 64;
+}
+
+/* Whether md describes a tensor of rank r and dims. */
+static inline int dnn_same_dims(const dnnl_memory_desc_t *md, int r, const int64_t *dims)
+{
+    if (md->ndims != r)
+        return 0;
+    for (int i = 0; i < r; i++)
+        if (md->dims[i] != dims[i])
+            return 0;
+    return 1;
 }
 
 /* Our layout of an activation of nd spatial dims (1 to 3): ncw, nchw, ncdhw. */
@@ -128,6 +144,9 @@ void dnn_add_operand(ipu_dnn_t *p, int dnnl_arg, const dnnl_memory_desc_t *md);
  * the scratchpad region (p->src_bytes, p->dst_bytes). */
 ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_desc_t *src,
                           const dnnl_memory_desc_t *dst);
+
+/* Free what a concat keeps (onednn_concat.c); NULL is a no-op. */
+void dnn_concat_free(struct dnn_concat *c);
 
 /* The arguments of one execution: memory objects made over our buffers. */
 typedef struct {

@@ -1,5 +1,5 @@
-/* The oneDNN layer (onednn.h): layer normalization, a primitive of one
- * source and one destination run by ipu_dnn_exec(). */
+/* The oneDNN layer (onednn.h): layer and batch normalization, primitives
+ * of one source and one destination run by ipu_dnn_exec(). */
 #include "exec/onednn_impl.h"
 
 /* A dense float32 descriptor of dims (rank 1 to DNNL_MAX_NDIMS). */
@@ -71,3 +71,43 @@ out:
     return dnn_made(st, pd, attr, p, out);
 }
 
+
+ipu_status_t ipu_dnn_batchnorm(const ipu_node_t *n, const ipu_dnn_bnorm_desc_t *d,
+                               const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_batch_normalization_desc_t desc;
+    dnnl_memory_desc_t plain, data, cmd;
+    dnnl_dims_t dims = {d->N, d->C};
+    ipu_dnn_t *p = NULL;
+    const int r = d->nd + 2;
+    *out = NULL;
+    if (d->nd < 0 || d->nd > 3)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", d->nd);
+    ipu_status_t st = start(n, &p, &attr);
+    if (st != IPU_OK)
+        goto out;
+    for (int j = 0; j < d->nd; j++)
+        dims[2 + j] = d->sp[j];
+    DNN_TRY(dense_md(&plain, r, dims), "describing X");
+    DNN_TRY(dense_md(&cmd, 1, &d->C), "describing the per-channel operands");
+    /* X (and Y, the same layout) as like writes it, where it has X's dims */
+    data = like && dnn_same_dims(&like->dst_md, r, dims) ? like->dst_md : plain;
+    /* inference on the running statistics (inputs); scale and shift apart;
+     * a fused Relu applied to the result */
+    DNN_TRY(dnnl_batch_normalization_forward_desc_init(
+                &desc, dnnl_forward_inference, &data, d->eps,
+                dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift |
+                    (d->relu ? dnnl_fuse_norm_relu : 0)),
+            "describing the batch normalization");
+    DNN_TRY(dnn_pd_create(&pd, &desc, attr), "choosing an implementation");
+    if ((st = dnn_finish(n, p, pd)) != IPU_OK || (st = dnn_plain_io(n, p, &plain, &plain)) != IPU_OK)
+        goto out;
+    dnn_add_operand(p, DNNL_ARG_SCALE, &cmd);
+    dnn_add_operand(p, DNNL_ARG_SHIFT, &cmd);
+    dnn_add_operand(p, DNNL_ARG_MEAN, &cmd);
+    dnn_add_operand(p, DNNL_ARG_VARIANCE, &cmd);
+out:
+    return dnn_made(st, pd, attr, p, out);
+}

@@ -23,6 +23,15 @@ OUT/se_chain/model.onnx   x[2,8,10,10]: EfficientNet's squeeze-and-excitation
                           operand is no constant), so they run on oneDNN's
                           binary primitive in the Conv's layout (the layout
                           pass, exec/ops/dnn_chain.h).
+OUT/concat_chain/model.onnx x[1,3,20,20]: Concats between Convs, which the
+                          layout pass (exec/ops/dnn_chain.h) keeps in oneDNN's
+                          layouts: a SqueezeNet Fire module (1x1 and 3x3
+                          expands joined, then a 1x1 Conv), a Concat of three
+                          (24, 16 and 8 channels) -> BatchNormalization ->
+                          ReLU -> 1x1 Conv, a Concat with x (in ours) as a
+                          graph output, and a value two Concats read (as a
+                          DenseNet feature): 2 outputs
+OUT/concat_chain_b2/      the same at batch 2
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
 import os, sys
@@ -85,6 +94,42 @@ class SEChain(torch.nn.Module):
                 p[5](y * t), d)
 
 
+class ConcatChain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.squeeze = nn.Conv2d(16, 8, 1)
+        self.expand1 = nn.Conv2d(8, 32, 1)
+        self.expand3 = nn.Conv2d(8, 32, 3, padding=1)
+        self.fire_out = nn.Conv2d(64, 16, 1)
+        self.a = nn.Conv2d(16, 24, 1)
+        self.b = nn.Conv2d(16, 16, 3, padding=1)
+        self.c = nn.Conv2d(16, 8, 1)
+        self.bn = nn.BatchNorm2d(48)
+        self.post = nn.Conv2d(48, 16, 1)
+        self.d1 = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(32)
+        self.d2 = nn.Conv2d(32, 16, 3, padding=1)
+        with torch.no_grad():
+            for bn in (self.bn, self.bn2):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        r = torch.relu
+        s = r(self.stem(x))
+        q = r(self.squeeze(s))
+        y = r(self.fire_out(torch.cat([r(self.expand1(q)), r(self.expand3(q))], 1)))
+        d = torch.cat([self.a(y), self.b(y), self.c(y)], 1)
+        z = self.post(r(self.bn(d)))
+        h1 = torch.cat([y, self.d1(y)], 1)
+        h2 = torch.cat([y, self.d2(r(self.bn2(h1)))], 1)
+        return torch.cat([z, x], 1), h2
+
+
 def save(t, path, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(t, name).SerializeToString())
@@ -109,3 +154,5 @@ def export(name, model, inputs):
 export("conv_acts", ConvActs(), (torch.randn(1, 3, 12, 12),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
+export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
+export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))

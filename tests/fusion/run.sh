@@ -6,7 +6,9 @@
 # HardSwish on Gemm. In se_chain (squeeze-and-excitation) the layout pass
 # keeps the depthwise Conv's output in oneDNN's layout for its 7 readers
 # (the pool and the Add, Sub, Mul, Div by a per-channel scale or a scalar
-# on oneDNN's binary primitive) and each op's output that a Conv reads.
+# on oneDNN's binary primitive) and each op's output that a Conv reads; in
+# concat_chain it keeps Concats and a BatchNormalization between Convs in
+# oneDNN's layouts.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -54,6 +56,26 @@ run se_chain 7
 kept se_chain /dw/Conv Conv 7
 for k in Mul_3 Mul_4 Add Div Mul_5; do
     kept se_chain "/$k" "${k%_*}" 1
+done
+# the layout pass through Concat and BatchNormalization (exec/ops/dnn_chain.h):
+# the Fire module's expands and Concat, the Concat of three and the
+# BatchNormalization after it stay in oneDNN's layouts; y, which two Concats
+# read, does not
+# kept_some MODEL NODE: NODE's output kept in oneDNN's layout (any readers)
+kept_some() {
+    if grep -q "node '$2' ([A-Za-z]*): output kept in oneDNN's layout" "$W/err"; then
+        echo "ok: $1 keeps $2 in oneDNN's layout"
+    else echo "FAIL: $1: $2 not kept in oneDNN's layout"; fails=$((fails + 1)); fi
+}
+for m in concat_chain concat_chain_b2; do
+    run $m 2
+    for node in /expand1/Conv /expand3/Conv /Concat /a/Conv /b/Conv /c/Conv /Concat_1 \
+                /bn/BatchNormalization /post/Conv; do
+        kept_some $m $node
+    done
+    if grep -q "node '/fire_out/Conv' ([A-Za-z]*): output kept" "$W/err"; then
+        echo "FAIL: $m: y (read by two Concats) kept in oneDNN's layout"; fails=$((fails + 1))
+    else echo "ok: $m: y, read by two Concats, in ours"; fi
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

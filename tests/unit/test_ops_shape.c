@@ -245,6 +245,13 @@ static void test_concat(void **state)
     expect("Concat", 11, 2, b, 0, axis_m1, 1, "np.concatenate(a, axis=-1)");
     ipu_tensor_t c[] = {mk(I64, 1, D(4))};
     expect("Concat", 4, 1, c, 0, axis_0, 1, "np.concatenate(a, axis=0)");
+    /* float 4-D and 3-D on the channels: the node makes oneDNN's concat (for
+     * the layout pass) and, with its sources in ours, runs the copies */
+    ipu_tensor_t f[] = {mk(F32, 4, D(2, 3, 4, 5)), mk(F32, 4, D(2, 16, 4, 5)),
+                        mk(F32, 4, D(2, 5, 4, 5))};
+    expect("Concat", 13, 3, f, 0x4, axis_1, 1, "np.concatenate(a, axis=1)");
+    ipu_tensor_t h[] = {mk(F32, 3, D(1, 7, 9)), mk(F32, 3, D(1, 2, 9))};
+    expect("Concat", 13, 2, h, 0, axis_1, 1, "np.concatenate(a, axis=1)");
 
     op_case_t *e = oc_new("Concat", 13, 2, 1);
     ipu_tensor_t x = mk(F32, 2, D(2, 3)), y = mk(F32, 3, D(1, 2, 3));

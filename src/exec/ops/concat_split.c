@@ -2,10 +2,19 @@
  * inputs along axis (negative from 11; empty inputs allowed); Split cuts along
  * axis into the sizes of the 'split' attribute (before 13) or the optional
  * 'split' input (from 13), equal parts by default. Dtype-generic: each of the
- * outer(axis) blocks is one memcpy per input/output. */
+ * outer(axis) blocks is one memcpy per input/output.
+ *
+ * A float32 Concat on the channels (axis 1) of 3-D to 5-D tensors also
+ * takes part in the layout pass (dnn_chain.h): once a source is kept in
+ * oneDNN's layout by its producer, the node runs on oneDNN's concat
+ * (exec/onednn.h), which reads every source in the layout it is in and
+ * writes Y in such a layout too, for its readers to take as it is. With
+ * every source in ours it runs the copies below. */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/movement.h"
 #include "exec/ops/registry.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Copy the blocks of parts[] (along axis) into / out of the whole tensor.
@@ -32,6 +41,79 @@ static void join_or_cut(ipu_tensor_t *whole, ipu_tensor_t *parts, int np, int ax
 }
 
 /* --- Concat ----------------------------------------------------------------- */
+
+typedef struct concat_state {
+    ipu_dnn_node_t dnn;      /* first (IPU_OP_DNN); its p NULL: no oneDNN */
+    ipu_dnn_concat_desc_t d; /* d.C: the channels array below */
+    int64_t C[];
+} concat_state_t;
+
+static void concat_fini(ipu_node_t *n)
+{
+    concat_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->dnn.p);
+    free(s);
+    n->state = NULL;
+}
+
+/* Remake the primitive to read each source that the layout pass keeps in
+ * its producer's layout so (a no-op when every one is in ours). */
+static ipu_status_t concat_adopt_sources(const ipu_graph_t *g, ipu_node_t *n)
+{
+    concat_state_t *s = n->state;
+    const ipu_dnn_t **like = calloc((size_t)n->n_inputs, sizeof(*like));
+    ipu_dnn_t *made = NULL;
+    int any = 0;
+    if (like == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    for (int k = 0; k < n->n_inputs; k++)
+        any |= (like[k] = ipu_dnn_chain_source(g, n->inputs[k])) != NULL;
+    ipu_status_t st = any ? ipu_dnn_concat(n, &s->d, like, &made) : IPU_OK;
+    if (made) {
+        ipu_dnn_free(s->dnn.p);
+        s->dnn.p = made;
+    }
+    free(like);
+    return st;
+}
+
+/* The primitive for a float32 Concat on the channels of x0's rank (3 to
+ * 5), every source with channels: in n->state; none otherwise, or where
+ * oneDNN has none. */
+static ipu_status_t concat_dnn(const ipu_graph_t *g, ipu_node_t *n, const ipu_value_t *x0,
+                               int axis, const int64_t *dims)
+{
+    if (x0->dtype != IPU_DTYPE_FLOAT || axis != 1 || x0->rank < 3 || x0->rank > 5 ||
+        ipu_shape_numel(x0->rank, dims) == 0)
+        return IPU_OK;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (ipu_node_input(g, n, k)->dims[1] < 1)
+            return IPU_OK;
+    concat_state_t *s = calloc(1, sizeof(*s) + (size_t)n->n_inputs * sizeof(int64_t));
+    if (s == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    s->d = (ipu_dnn_concat_desc_t){.nd = x0->rank - 2, .n_src = n->n_inputs, .N = dims[0],
+                                   .C = s->C};
+    for (int j = 0; j < s->d.nd; j++)
+        s->d.sp[j] = dims[2 + j];
+    for (int k = 0; k < n->n_inputs; k++)
+        s->C[k] = ipu_node_input(g, n, k)->dims[1];
+    s->dnn.res_slot = -1;
+    s->dnn.adopt_sources = concat_adopt_sources;
+    n->state = s;
+    ipu_status_t st = ipu_dnn_concat(n, &s->d, NULL, &s->dnn.p);
+    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* no oneDNN concat: the copies */
+}
+
+static size_t concat_scratch(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    const concat_state_t *s = n->state;
+    /* the primitive's, then the sources' addresses */
+    return s && s->dnn.p ? (ipu_dnn_scratch(s->dnn.p) + 63) / 64 * 64 +
+                               (size_t)n->n_inputs * sizeof(float *)
+                         : 0;
+}
 
 static ipu_status_t concat_infer(ipu_graph_t *g, ipu_node_t *n)
 {
@@ -68,12 +150,24 @@ static ipu_status_t concat_infer(ipu_graph_t *g, ipu_node_t *n)
                                     (long long)x0->dims[d]);
         dims[axis] += x->dims[axis];
     }
-    return ipu_mv_set_output(g, n, 0, x0->dtype, x0->rank, dims);
+    if ((st = ipu_mv_set_output(g, n, 0, x0->dtype, x0->rank, dims)) != IPU_OK)
+        return st;
+    return concat_dnn(g, n, x0, axis, dims);
 }
 
 static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                                ipu_kernel_ctx_t *ctx)
 {
+    const concat_state_t *s = n->state;
+    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {
+        size_t at = (ipu_dnn_scratch(s->dnn.p) + 63) / 64 * 64;
+        const float **src = (const float **)(void *)((char *)ctx->scratch + at);
+        if (ctx->scratch_bytes < at + (size_t)n->n_inputs * sizeof(float *))
+            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
+        for (int k = 0; k < n->n_inputs; k++)
+            src[k] = in[k].data;
+        return ipu_dnn_concat_run(n, s->dnn.p, src, out[0].data, ctx);
+    }
     int axis = (int)ipu_attr_int(n, "axis", 0);
     if (axis < 0)
         axis += out[0].rank;
@@ -156,7 +250,7 @@ static ipu_status_t split_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
     return IPU_OK;
 }
 
-IPU_MV_OP(Concat, 4, 17, 0, concat_infer, NULL, concat_run, NULL)
+IPU_MV_OP(Concat, 4, 17, IPU_OP_DNN, concat_infer, concat_scratch, concat_run, concat_fini)
 IPU_MV_OP(Split, 2, 17, 0, split_infer, NULL, split_run, NULL)
 
 const ipu_op_t *const ipu_ops_concat_split[] = {&op_Concat, &op_Split, NULL};

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-enum { MAX_READERS = 16 };
+enum { MAX_READERS = 64 }; /* a DenseNet block's features feed each later Concat */
 
 /* The record of node n's primitive, or NULL when it runs without one. */
 static ipu_dnn_node_t *dnn_node(const ipu_node_t *n)
@@ -43,7 +43,8 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
             if (strcmp(r->op_type, "Identity") == 0 && r->n_outputs == 1 && r->outputs[0] >= 0) {
                 if (!chain_readers(g, r->outputs[0], readers, slots, n, depth + 1))
                     return 0;
-            } else if (d && (k == d->src_slot || k == d->res_slot) && *n < MAX_READERS) {
+            } else if (d && (k == d->src_slot || k == d->res_slot || d->adopt_sources) &&
+                       *n < MAX_READERS) {
                 slots[*n] = k;
                 readers[(*n)++] = i;
             } else {
@@ -71,6 +72,11 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         int as_res = slots[j] == pr->res_slot;
         /* a lazy reader: only as remade to read pc's layout as it is */
         how[j] = pr->p ? ipu_dnn_can_chain(pc->p, pr->p, as_res) : IPU_DNN_CHAIN_REORDER;
+        /* a value that a Concat reads along with other readers (a DenseNet
+         * feature, read by every later Concat of its block) is converted
+         * once into ours and copied from there, not converted by each */
+        if (pr->adopt_sources && n > 1)
+            how[j] = 0;
         /* 0: the producer writes ours, which a remade reader could not change */
         if (how[j] == IPU_DNN_CHAIN_REORDER && !as_res && pr->adopt &&
             pr->adopt(r, pc->p, &made[j]) == IPU_OK) {
@@ -114,10 +120,30 @@ ipu_status_t ipu_dnn_chain(ipu_graph_t *g)
 {
     ipu_status_t st = IPU_OK;
     for (int k = 0; k < g->n_nodes && st == IPU_OK; k++) {
-        const ipu_node_t *c = &g->nodes[g->order ? g->order[k] : k];
+        ipu_node_t *c = &g->nodes[g->order ? g->order[k] : k];
         const ipu_dnn_node_t *pc = dnn_node(c);
-        if (pc)
+        if (pc && pc->adopt_sources)
+            st = pc->adopt_sources(g, c);
+        if (st == IPU_OK && (pc = dnn_node(c)) != NULL)
             st = chain_output(g, c, pc);
     }
     return st;
+}
+
+const ipu_dnn_t *ipu_dnn_chain_source(const ipu_graph_t *g, int v)
+{
+    for (int depth = 0; depth < 8 && v >= 0 && v < g->n_values; depth++) {
+        int i = g->values[v].producer;
+        const ipu_node_t *p = i >= 0 && i < g->n_nodes ? &g->nodes[i] : NULL;
+        if (p == NULL || p->folded)
+            return NULL;
+        if (strcmp(p->op_type, "Identity") == 0 && p->n_inputs >= 1) {
+            v = p->inputs[0];
+            continue;
+        }
+        const ipu_dnn_node_t *d = dnn_node(p);
+        return d && p->n_outputs >= 1 && p->outputs[0] == v && ipu_dnn_chained_dst(d->p) ? d->p
+                                                                                          : NULL;
+    }
+    return NULL;
 }

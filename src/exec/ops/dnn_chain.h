@@ -29,6 +29,12 @@ typedef struct ipu_dnn_node {
      * remakes the node with adopt() to read its producer's layout as it
      * is; such a node takes part only so. */
     int lazy;
+    /* Optional, for a node whose primitive reads every input as a source
+     * (Concat; ipu_dnn_can_chain accepts any producer's layout for it):
+     * called once the producers of all its inputs are settled, before its
+     * own output is; remakes p to read each input as
+     * ipu_dnn_chain_source() says. NULL for the other ops. */
+    ipu_status_t (*adopt_sources)(const ipu_graph_t *g, ipu_node_t *n);
 } ipu_dnn_node_t;
 
 /* For every output of a node with a primitive whose every reader (through
@@ -36,16 +42,22 @@ typedef struct ipu_dnn_node {
  * its source or residual, and that is no graph output: readers with
  * adopt() are remade to read the producer's layout (in topological order,
  * so a remade reader may in turn pass it on; a lazy reader takes part only
- * where its remade primitive reads that layout as it is); then, where
- * every reader can take it in the producer's layout (ipu_dnn_can_chain),
- * as it is or through one reorder into its own, the producer writes it in
- * that layout, with no reorder to ours in between. Otherwise nothing
- * changes. The layout is a property of the value on every rank, so a
- * pipeline boundary carries the same bytes a single rank keeps. Run after
- * ipu_graph_fuse() on every path that executes the graph; again after any
- * re-infer. A primitive that cannot be remade leaves its value as it was;
- * errors (out of memory making a reorder: IPU_ERR_NO_MEMORY, naming the
- * node) leave the graph unfit to run. */
+ * where its remade primitive reads that layout as it is; a node with
+ * adopt_sources reads any of its inputs so, when it is the value's only
+ * reader); then, where every reader can take it in the producer's layout
+ * (ipu_dnn_can_chain), as it is or through one reorder into its own, the
+ * producer writes it in that layout, with no reorder to ours in between.
+ * Otherwise nothing changes. The layout is a property of the value on
+ * every rank, so a pipeline boundary carries the same bytes a single rank
+ * keeps. Run after ipu_graph_fuse() on every path that executes the graph;
+ * again after any re-infer. A primitive that cannot be remade leaves its
+ * value as it was; errors (out of memory making a reorder:
+ * IPU_ERR_NO_MEMORY, naming the node) leave the graph unfit to run. */
 ipu_status_t ipu_dnn_chain(ipu_graph_t *g);
+
+/* During the pass: the primitive that produces value v (through Identity
+ * nodes) when the pass keeps v in that primitive's layout; NULL when v is
+ * in ours. */
+const ipu_dnn_t *ipu_dnn_chain_source(const ipu_graph_t *g, int v);
 
 #endif

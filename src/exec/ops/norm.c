@@ -10,7 +10,13 @@
  * our plain NCHW layout oneDNN has only a slower kernel for them (its fast
  * ones take blocked layouts, and the reorders to and from them cost more
  * than the one pass over X these take). A Relu that graph/fuse.c folds into
- * a BatchNormalization (IPU_NORM_RELU_ATTR) is applied in that pass. */
+ * a BatchNormalization (IPU_NORM_RELU_ATTR) is applied in that pass.
+ * BatchNormalization of rank 3 to 5 takes part in the layout pass
+ * (dnn_chain.h): where its producer keeps X in oneDNN's layout (a Concat's,
+ * a Conv's), it is remade (adopt) to run on oneDNN's batch normalization
+ * in that layout, the Relu fused, and its output may stay in it for a
+ * Conv. */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
 
@@ -18,6 +24,7 @@
 #include "graph/fuse.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { N_BATCH, N_INSTANCE, N_LAYER };
@@ -28,6 +35,20 @@ typedef struct norm_op {
 } norm_op_t;
 
 #define NORM_OP(n) ((const norm_op_t *)(n)->op)
+
+/* n->state of LayerNormalization (its primitive) and BatchNormalization
+ * (NULL where neither has one). */
+typedef struct norm_state {
+    ipu_dnn_node_t dnn;     /* first (IPU_OP_DNN); p NULL: the loops */
+    ipu_dnn_bnorm_desc_t d; /* BatchNormalization: what p is made from (adopt) */
+} norm_state_t;
+
+/* The node's primitive, or NULL. */
+static ipu_dnn_t *norm_dnn(const ipu_node_t *n)
+{
+    const norm_state_t *s = n->state;
+    return s ? s->dnn.p : NULL;
+}
 
 /* y = (x - mean) * inv * s + b over a contiguous row, s and b one value
  * for the row, then Relu (x < 0 ? 0 : x, as the Relu kernel) when relu. */
@@ -82,8 +103,48 @@ static void layer_rows(const ipu_node_t *n, int rank, const int64_t *dims, int64
 
 static void norm_fini(ipu_node_t *n)
 {
-    ipu_dnn_free(n->state);
+    norm_state_t *s = n->state;
+    if (s)
+        ipu_dnn_free(s->dnn.p);
+    free(s);
     n->state = NULL;
+}
+
+static ipu_status_t bn_adopt(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    const norm_state_t *s = n->state;
+    return ipu_dnn_batchnorm(n, &s->d, like, out);
+}
+
+/* n->state for LayerNormalization and BatchNormalization (X of rank 3 to
+ * 5, not empty): BatchNormalization's primitive in our layout, which runs
+ * only once the layout pass has remade it for another (the loops are
+ * faster on ours); none where oneDNN has no kernel. */
+static ipu_status_t norm_state(ipu_node_t *n, const ipu_value_t *x, int kind)
+{
+    norm_state_t *s = calloc(1, sizeof(*s));
+    ipu_status_t st = IPU_OK;
+    if (s == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    s->dnn.res_slot = -1;
+    n->state = s;
+    if (kind == N_LAYER) {
+        int64_t rows, len;
+        layer_rows(n, x->rank, x->dims, &rows, &len);
+        if (rows * len == 0)
+            return IPU_OK; /* nothing to compute */
+        return ipu_dnn_layernorm(n, rows, len, ipu_attr_float(n, "epsilon", 1e-5f), &s->dnn.p);
+    }
+    if (x->rank < 3 || x->rank > 5 || ipu_shape_numel(x->rank, x->dims) == 0)
+        return IPU_OK;
+    s->d = (ipu_dnn_bnorm_desc_t){.nd = x->rank - 2, .N = x->dims[0], .C = x->dims[1],
+                                  .eps = ipu_attr_float(n, "epsilon", 1e-5f),
+                                  .relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0};
+    for (int j = 0; j < s->d.nd; j++)
+        s->d.sp[j] = x->dims[2 + j];
+    s->dnn.adopt = bn_adopt;
+    st = ipu_dnn_batchnorm(n, &s->d, NULL, &s->dnn.p);
+    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* no oneDNN kernel: the loops */
 }
 
 static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -142,14 +203,7 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
             return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
     }
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    if (kind != N_LAYER)
-        return IPU_OK;
-    int64_t rows, len;
-    layer_rows(n, x->rank, x->dims, &rows, &len);
-    if (rows * len == 0)
-        return IPU_OK; /* nothing to compute */
-    return ipu_dnn_layernorm(n, rows, len, ipu_attr_float(n, "epsilon", 1e-5f),
-                             (ipu_dnn_t **)&n->state);
+    return kind == N_INSTANCE ? IPU_OK : norm_state(n, x, kind);
 }
 
 /* Where a LayerNormalization's own scratch starts, after the primitive's:
@@ -157,16 +211,16 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
  * variance. */
 static size_t own_offset(const ipu_node_t *n)
 {
-    return (ipu_dnn_scratch(n->state) + 63) / 64 * 64;
+    return (ipu_dnn_scratch(norm_dnn(n)) + 63) / 64 * 64;
 }
 
 static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int64_t rows, len;
-    /* BatchNorm: none; InstanceNorm: a plane */
+    /* BatchNorm: its primitive's; InstanceNorm: a plane */
     if (NORM_OP(n)->kind == N_BATCH)
-        return 0;
+        return ipu_dnn_scratch(norm_dnn(n));
     if (NORM_OP(n)->kind == N_INSTANCE)
         return sizeof(float) * (size_t)ipu_shape_numel(x->rank - 2, x->dims + 2);
     layer_rows(n, x->rank, x->dims, &rows, &len);
@@ -199,7 +253,7 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     const float *x = in[0].data;
     float *y = out[0].data, *tmp = ctx->scratch;
     if (kind == N_LAYER) {
-        if (n->state == NULL) /* empty */
+        if (norm_dnn(n) == NULL) /* empty */
             return IPU_OK;
         ipu_status_t st = ipu_op_axis(n, ipu_attr_int(n, "axis", -1), in[0].rank, &axis);
         if (st != IPU_OK)
@@ -218,7 +272,7 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         float *mo = n->n_outputs > 1 && out[1].data ? out[1].data : tmp + 2 * len;
         float *io = n->n_outputs > 2 && out[2].data ? out[2].data : tmp + 2 * len + rows;
         const void *extra[4] = {s, b, mo, io};
-        if ((st = ipu_dnn_exec(n, n->state, x, extra, y, ctx)) != IPU_OK)
+        if ((st = ipu_dnn_exec(n, norm_dnn(n), x, extra, y, ctx)) != IPU_OK)
             return st;
         if (n->n_outputs > 2 && out[2].data)
             for (int64_t r = 0; r < rows; r++)
@@ -228,6 +282,11 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     int64_t N = in[0].dims[0], C = in[0].dims[1];
     int64_t S = ipu_shape_numel(in[0].rank - 2, in[0].dims + 2);
     const float *scale = in[1].data, *bias = in[2].data;
+    if (kind == N_BATCH && !ipu_dnn_plain(norm_dnn(n)) && norm_dnn(n)) {
+        /* in the layout pass's layout */
+        const void *extra[4] = {scale, bias, in[3].data, in[4].data};
+        return ipu_dnn_exec(n, norm_dnn(n), x, extra, y, ctx);
+    }
     if (kind == N_BATCH) {
         const float *mean = in[3].data, *var = in[4].data;
         int relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0;
@@ -250,13 +309,13 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-#define ENTRY(NAME, SINCE, KIND) \
-    {{"", NAME, SINCE, 17, 0, norm_infer, norm_scratch, norm_run, norm_fini, NULL, NULL}, KIND}
+#define ENTRY(NAME, SINCE, FLAGS, KIND) \
+    {{"", NAME, SINCE, 17, FLAGS, norm_infer, norm_scratch, norm_run, norm_fini, NULL, NULL}, KIND}
 
 static const norm_op_t ops[] = {
-    ENTRY("BatchNormalization", 7, N_BATCH),
-    ENTRY("InstanceNormalization", 6, N_INSTANCE),
-    ENTRY("LayerNormalization", 17, N_LAYER),
+    ENTRY("BatchNormalization", 7, IPU_OP_DNN, N_BATCH),
+    ENTRY("InstanceNormalization", 6, 0, N_INSTANCE),
+    ENTRY("LayerNormalization", 17, 0, N_LAYER),
 };
 
 const ipu_op_t *const ipu_ops_norm[] = {&ops[0].op, &ops[1].op, &ops[2].op, NULL};
