@@ -265,6 +265,17 @@ ipu_dnn_t *dnn_new(void)
     return p;
 }
 
+ipu_status_t dnn_start(const ipu_node_t *n, ipu_dnn_t **p)
+{
+    ipu_status_t st = IPU_OK;
+    if ((*p = dnn_new()) == NULL)
+        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    if (dnn_engine() == NULL)
+        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+out:
+    return st;
+}
+
 /* p->prim from pd; records the primitive's memory descriptors. */
 ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t pd)
 {

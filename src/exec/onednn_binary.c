@@ -72,10 +72,8 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
     }
     ipu_dnn_shape_dense(&as);
     ipu_dnn_shape_dense(&bs);
-    if ((p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
     DNN_TRY(dnn_md_of(&as, &src), "describing A");
     dst = src;
     src_prim = like && same_dims(&like->dst_md, d->rank, d->a) ? like->dst_md : src;

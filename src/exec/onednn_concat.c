@@ -72,14 +72,14 @@ ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
     *out = NULL;
     if (nd < 1 || nd > 3 || d->n_src < 1)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims, %d sources", nd, d->n_src);
-    if ((p = dnn_new()) == NULL || (p->cat = c = calloc(1, sizeof(*c))) == NULL ||
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
+    if ((p->cat = c = calloc(1, sizeof(*c))) == NULL ||
         (c->md = calloc((size_t)d->n_src, sizeof(*c->md))) == NULL) {
         st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
         goto out;
     }
     c->n_src = d->n_src;
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
     for (int j = 0; j < nd; j++)
         dims[2 + j] = d->sp[j];
     for (int k = 0; k < d->n_src; k++) {

@@ -35,10 +35,8 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     *out = NULL;
     if (nd < 1 || nd > 3)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
-    if ((p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
     int g = d->group > 1, wr = 0;
     if (g)
         wdims[wr++] = d->group;

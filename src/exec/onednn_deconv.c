@@ -41,10 +41,8 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
     *out = NULL;
     if (nd < 1 || nd > 3)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "%d spatial dims", nd);
-    if ((p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
     for (int j = 0; j < nd; j++) {
         sdims[2 + j] = d->in[j];
         ddims[2 + j] = d->out[j];

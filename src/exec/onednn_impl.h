@@ -124,6 +124,10 @@ void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
 /* Bytes of pd's scratchpad. */
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
 /* A zeroed ipu_dnn_t (NULL when out of memory). */
+/* The opening of a maker: a new record in *p and the engine made. Errors
+ * (naming n): IPU_ERR_NO_MEMORY, the engine's; *p may be set then, for
+ * the maker's dnn_made() to free. */
+ipu_status_t dnn_start(const ipu_node_t *n, ipu_dnn_t **p);
 ipu_dnn_t *dnn_new(void);
 /* p->prim from pd; records the primitive's memory descriptors. */
 ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t pd);

@@ -19,10 +19,8 @@ ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_d
     if (d->size < 1 || d->size % 2 == 0)
         return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN LRN of size %lld (odd sizes only)",
                             (long long)d->size);
-    if ((p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
     DNN_TRY(dnnl_memory_desc_init_by_tag(&data, 4, dims, dnnl_f32, dnnl_nchw), "describing X");
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_lrn_forward_desc_init(&desc, dnnl_forward_inference, dnnl_lrn_across_channels,

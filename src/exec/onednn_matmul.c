@@ -9,12 +9,10 @@ ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d,
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    ipu_dnn_t *p = dnn_new();
+    ipu_dnn_t *p = NULL;
     *out = NULL;
-    if (p == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, &p)) != IPU_OK)
+        goto out;
     DNN_TRY(dnn_md_of(&d->a, &a), "describing A");
     DNN_TRY(dnn_md_of(&d->b, &b), "describing B");
     b_any = b;

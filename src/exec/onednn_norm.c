@@ -32,10 +32,8 @@ static ipu_status_t start(const ipu_node_t *n, ipu_dnn_t **p, dnnl_primitive_att
 {
     ipu_status_t st = IPU_OK;
     *attr = NULL;
-    if ((*p = dnn_new()) == NULL)
-        return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
-    if (dnn_engine() == NULL)
-        DNN_TRY(dnn_engine_status(), "creating the CPU engine");
+    if ((st = dnn_start(n, p)) != IPU_OK)
+        return st;
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, *p, attr), "setting the attributes");
 out:
     return st;
