@@ -359,8 +359,13 @@ static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, in
            r->ranks_per_replica, r->ranks_per_replica > 1 ? "s" : "", r->stages,
            r->stages > 1 ? "s" : "", o->batches, mbs, (long long)batch);
     printf("throughput: %.1f samples/s (%.3f s for %d %s)\n", r->samples_per_s, r->wall_s, o->batches, mbs);
-    printf("latency ms per micro-batch: median %.3f min %.3f max %.3f\n", r->latency_med_ms,
-           r->latency_min_ms, r->latency_max_ms);
+    printf("latency ms per micro-batch: median %.3f min %.3f max %.3f", r->latency_med_ms, r->latency_min_ms,
+           r->latency_max_ms);
+    if (r->latency_samples < o->batches)
+        printf(" (of %d micro-batches, every %d%s)", r->latency_samples,
+               (o->batches + r->latency_samples - 1) / r->latency_samples,
+               (o->batches + r->latency_samples - 1) / r->latency_samples == 2 ? "nd" : "th");
+    printf("\n");
     for (int s = 0; s < r->stages && r->stage_busy; s++)
         printf("stage %d: busy %.1f%%, %.3f ms per micro-batch\n", s, 100 * r->stage_busy[s],
                r->stage_ms[s]);

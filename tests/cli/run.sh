@@ -19,7 +19,8 @@
 # --batches, the
 # start-up agreement (one rank's error, different models or options);
 # --digest against its definition computed from the written outputs
-# (output_digest.py), the same digest from 4 stages and from 2 replicas.
+# (output_digest.py), the same digest from 4 stages and from 2 replicas;
+# the latency of every 2nd micro-batch of a run of 70000.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -307,6 +308,8 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     expect 0 "mpirun -np 4 --digest" "^digest: $DG (3 outputs of 3 micro-batches)\$" -- mpi -np 4 "$EXE" "$M/model.onnx" --batches 3 --digest
     grep -q "4 stages" "$W/out" && ok "--digest over 4 stages" || fail "not 4 stages: $(cat "$W/out")"
     expect 0 "mpirun -np 2 --replicas 2 --digest" "^digest: $DG (3 outputs of 3 micro-batches)\$" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 3 --replicas 2 --digest
+    # a run longer than the latency record: every 2nd micro-batch's latency
+    expect 0 "mpirun -np 2, 70000 micro-batches" "^latency ms per micro-batch: median .* (of 35000 micro-batches, every 2nd)\$" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 70000
     # the annotated model under mpirun -np 2 uses its stages: no note
     expect 0 "annotated model on 2 ranks" "manual partition: 2 stages" -- mpi -np 2 "$EXE" "$W/ann2.onnx"
     grep -q "note:" "$W/err" && fail "a note on 2 ranks: $(cat "$W/err")" || ok "no note on 2 ranks"
