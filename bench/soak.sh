@@ -78,7 +78,7 @@ four=$(digest "$W/four.out")
 [ -n "${SOAK_CSV:-}" ] && { echo "t_s rank0_kib rank1_kib rank2_kib rank3_kib" >"$SOAK_CSV"; cat "$W/rss" >>"$SOAK_CSV"; }
 
 fails=0
-grep -E "^(auto partition|throughput|peak RSS)" "$W/four.out" | sed 's/^/  4 ranks: /'
+grep -E "^(auto partition|throughput|latency|peak RSS)" "$W/four.out" | sed 's/^/  4 ranks: /'
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v n="$N" 'BEGIN {
     printf "wall: 1 rank %.1f s (%.0f micro-batches/s), %d ranks %.1f s (%.0f micro-batches/s, mpirun start and end included)\n",
            b - a, n / (b - a), '$NP', d - c, n / (d - c) }'
