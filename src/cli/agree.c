@@ -24,7 +24,7 @@ enum { OPT_TEXT = 24, MODEL_TEXT = 192, MSG_TEXT = 640 };
 static const char *const opt_names[] = {
     "--batches", "--warmup", "--micro-batch", "--replicas", "--ipus-per-rank", "--credits",
     "--transport", "--timeout", "--ipu-memory", "--threads", "--check", "--rtol", "--atol",
-    "--seed", "--bind", "--profile", "--format",
+    "--seed", "--bind", "--profile", "--format", "--digest",
 };
 enum { N_OPTS = sizeof(opt_names) / sizeof(opt_names[0]) };
 
@@ -56,6 +56,7 @@ static void opt_texts(const cli_opts_t *o, char t[N_OPTS][OPT_TEXT])
     snprintf(t[i++], OPT_TEXT, "%s", o->bind ? "cores" : "none");
     snprintf(t[i++], OPT_TEXT, "%s", o->sopts.profile ? "on" : "off");
     snprintf(t[i++], OPT_TEXT, "%s", o->format ? "npy" : "pb");
+    snprintf(t[i++], OPT_TEXT, "%s", o->digest ? "on" : "off");
 }
 
 /* FNV-1a over the file's size and 16 blocks of 64 KiB spread over it (the

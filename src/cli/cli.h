@@ -17,6 +17,7 @@ typedef struct cli_opts {
     int format;                /* --format: cli_format_t of the files written */
     int inputs_sets;           /* inputs is the model's folder, read as its
                                 * test_data_set_M (--check's default) */
+    int digest;                /* --digest (io.h, cli_output_digest) */
     int check, batches, threads, warmup, micro_batch;
     int replicas, ipus_per_rank, credits;
     ipu_transport_kind_t transport;

@@ -6,6 +6,7 @@
 
 #include "graph/ir.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Formats of the files written by --output-dir and --save-inputs. */
@@ -63,6 +64,16 @@ ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ip
 ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int verbose,
                               const ipu_tensor_t *got, const ipu_tensor_t *ref, const char *ref_path,
                               double rtol, double atol, double *max_abs);
+
+/* --digest: the digest of output k of micro-batch mb, splitmix64's
+ * finaliser of FNV-1a 64 over mb, k, rank and dims[0..rank) (each an int64,
+ * little-endian), then the t->data bytes (ipu_tensor_nbytes). A run's digest
+ * is the sum of these over its outputs, mod 2^64: it does not depend on
+ * which rank took which output, so one rank and a pipeline of the same
+ * micro-batches print the same digest exactly when every output is the
+ * same byte for byte (but for a 2^-64 chance). FNV-1a: Fowler, Noll, Vo,
+ * draft-eastlake-fnv; splitmix64: Steele, Lea, Flood, OOPSLA 2014. */
+uint64_t cli_output_digest(int mb, int k, const ipu_tensor_t *t);
 
 /* Make the directory DIR of option opt (--output-dir, --save-inputs;
  * mkdir -p) and check that it is writable, before any work: IPU_ERR_IO

@@ -48,6 +48,11 @@ static void usage(FILE *f)
 "                      to the model (the ONNX test-data layout), if there are\n"
 "                      any; micro-batch M reads test_data_set_<M mod sets>/\n"
 "  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
+"  --digest            print one digest of every micro-batch's outputs, byte\n"
+"                      for byte: the same on one rank and in any pipeline or\n"
+"                      replicas of the same micro-batches, and for other bytes\n"
+"                      a different one (but for a 2^-64 chance); compares long\n"
+"                      runs without writing their outputs\n"
 "\n"
 "Execution:\n"
 "  --batches N         micro-batches to run (default: one per replica, so 1\n"
@@ -107,11 +112,12 @@ static void list_ops(void)
 /* getopt_long values of the long options without a short form */
 enum { O_INPUTS = 256, O_OUTDIR, O_CHECK, O_BATCHES, O_THREADS, O_MEM, O_SEED,
        O_RTOL, O_ATOL, O_WARMUP, O_LISTOPS, O_PROFILE, O_MB, O_REPLICAS, O_K,
-       O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND, O_SAVE_INPUTS, O_FORMAT };
+       O_CREDITS, O_TRANSPORT, O_TIMEOUT, O_BIND, O_SAVE_INPUTS, O_FORMAT, O_DIGEST };
 static const struct option longopts[] = {
     {"inputs", required_argument, NULL, O_INPUTS},
     {"output-dir", required_argument, NULL, O_OUTDIR},
     {"check", no_argument, NULL, O_CHECK},
+    {"digest", no_argument, NULL, O_DIGEST},
     {"save-inputs", required_argument, NULL, O_SAVE_INPUTS},
     {"format", required_argument, NULL, O_FORMAT},
     {"batches", required_argument, NULL, O_BATCHES},
@@ -144,6 +150,7 @@ static int option(int c, char **argv, cli_opts_t *o)
     case O_INPUTS: o->inputs = optarg; break;
     case O_OUTDIR: o->output_dir = optarg; break;
     case O_CHECK: o->check = 1; break;
+    case O_DIGEST: o->digest = 1; break;
     case O_SAVE_INPUTS: o->save_inputs = optarg; break;
     case O_FORMAT:
         if (strcmp(optarg, "pb") == 0)

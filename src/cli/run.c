@@ -2,8 +2,8 @@
  * pipeline over the MPI job (cli_run_pipeline). Both take micro-batch m's
  * inputs from --inputs DIR (its test_data_set_<m mod sets> when it holds
  * such sets) or synthesise them with seed + m, save them for --save-inputs,
- * and hand every output to --output-dir and to --check (against the
- * reference of the same set). */
+ * and hand every output to --output-dir, to --check (against the
+ * reference of the same set) and to --digest. */
 #include "cli/cli.h"
 #include "cli/io.h"
 #include "common/log.h"
@@ -33,6 +33,8 @@ typedef struct data {
     ipu_tensor_t *refs;      /* --check references (owned) */
     int *ref_set;            /* [k]: the set of files refs[k] holds, -1: none */
     long mismatches, checked;
+    uint64_t digest;         /* --digest: the sum of this rank's outputs' digests */
+    long digested;           /* outputs in it */
     double max_abs;
     int pipelined;           /* under the pipeline: no per-output "ok" line, and
                               * the mismatch lines go to held, printed after
@@ -159,6 +161,10 @@ static ipu_status_t take_output(void *arg, int mb, int k, const ipu_tensor_t *t)
         if (st != IPU_OK)
             return st;
     }
+    if (d->o->digest) {
+        d->digest += cli_output_digest(mb, k, t);
+        d->digested++;
+    }
     if (d->o->check) {
         int set = mb % d->files.n_sets;
         if (d->ref_set[k] != set) {
@@ -192,6 +198,14 @@ static ipu_status_t check_summary(const cli_opts_t *o, long checked, long mismat
     printf("check: %ld output%s of %d micro-batch%s ok (max abs err %.3g)\n", checked,
            checked == 1 ? "" : "s", o->batches, o->batches == 1 ? "" : "es", max_abs);
     return IPU_OK;
+}
+
+/* --digest's line: the sum of every output's digest (io.h). */
+static void print_digest(const cli_opts_t *o, uint64_t digest, long outputs)
+{
+    if (o->digest)
+        printf("digest: %016llx (%ld output%s of %d micro-batch%s)\n", (unsigned long long)digest, outputs,
+               outputs == 1 ? "" : "s", o->batches, o->batches == 1 ? "" : "es");
 }
 
 static double now_ms(void)
@@ -318,6 +332,7 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     if (prof)
         fputs(prof, stdout);
     free(prof);
+    print_digest(o, d.digest, d.digested);
     st = check_summary(o, d.checked, d.mismatches, d.max_abs);
 out:
     data_free(&d);
@@ -344,8 +359,13 @@ static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, in
            r->ranks_per_replica, r->ranks_per_replica > 1 ? "s" : "", r->stages,
            r->stages > 1 ? "s" : "", o->batches, mbs, (long long)batch);
     printf("throughput: %.1f samples/s (%.3f s for %d %s)\n", r->samples_per_s, r->wall_s, o->batches, mbs);
-    printf("latency ms per micro-batch: median %.3f min %.3f max %.3f\n", r->latency_med_ms,
-           r->latency_min_ms, r->latency_max_ms);
+    printf("latency ms per micro-batch: median %.3f min %.3f max %.3f", r->latency_med_ms, r->latency_min_ms,
+           r->latency_max_ms);
+    if (r->latency_samples < o->batches)
+        printf(" (of %d micro-batches, every %d%s)", r->latency_samples,
+               (o->batches + r->latency_samples - 1) / r->latency_samples,
+               (o->batches + r->latency_samples - 1) / r->latency_samples == 2 ? "nd" : "th");
+    printf("\n");
     for (int s = 0; s < r->stages && r->stage_busy; s++)
         printf("stage %d: busy %.1f%%, %.3f ms per micro-batch\n", s, 100 * r->stage_busy[s],
                r->stage_ms[s]);
@@ -447,6 +467,12 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     ipu_watchdog_arm(o->timeout_s, rank, "agreeing on --check");
     MPI_Allreduce(cnt, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&mx, &allmx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    uint64_t digest = 0; /* a sum mod 2^64: any rank may have taken any output */
+    long digested = 0;
+    if (o->digest) {
+        MPI_Allreduce(&d.digest, &digest, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(&d.digested, &digested, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    }
     o->failed_together = 1;
     if (rank == 0) {
         ipu_partition_print(&plan, stdout);
@@ -459,6 +485,8 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     ipu_watchdog_disarm();
+    if (rank == 0)
+        print_digest(o, digest, digested);
     if (rank == 0)
         st = check_summary(o, all[0], all[1], allmx);
     else if (o->check && all[1])

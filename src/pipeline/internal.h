@@ -67,7 +67,13 @@ typedef struct pipe {
     ipu_treq_t **credit_sends;  /* credit messages in flight */
     int n_credit_sends, cap_credit_sends;
     double t0;
-    double *t_start, *t_end;    /* per sequence of this replica (stage 0 / last stage) */
+    double t_first;             /* start of this replica's sequence W on stage 0, else 1e300 */
+    /* The latency record (pipe_lat_slot): start (stage 0) and end (last
+     * stage) times of every lat_stride-th timed micro-batch, at most
+     * PIPE_LAT_MAX of them, written in place from setup on: a run's memory
+     * does not grow with its length, nor while it runs */
+    double *t_start, *t_end;    /* [n_lat], -1 where not recorded here */
+    int lat_stride, n_lat;
     double *busy_at_w;          /* per local stage: device busy seconds when sequence W started */
 } pipe_t;
 
@@ -87,6 +93,20 @@ static inline int pipe_stage_rank(const pipe_t *pp, int s)
 static inline int pipe_mb_of(const pipe_t *pp, int64_t seq)
 {
     return (int)((seq < pp->W ? 0 : seq - pp->W) * pp->R + pp->replica);
+}
+
+/* At most this many micro-batches' latencies are recorded (16 bytes each on
+ * the first and last stages' ranks): every micro-batch of shorter runs,
+ * every k-th of longer ones, k = ceil(micro-batches / PIPE_LAT_MAX). */
+enum { PIPE_LAT_MAX = 1 << 16 };
+
+/* The latency record's slot of timed sequence seq (>= W) of this replica,
+ * or -1 when its micro-batch is not among those recorded. */
+static inline int pipe_lat_slot(const pipe_t *pp, int64_t seq)
+{
+    int mb = pipe_mb_of(pp, seq);
+    return seq >= pp->W && mb % pp->lat_stride == 0 && mb / pp->lat_stride < pp->n_lat ? mb / pp->lat_stride
+                                                                                        : -1;
 }
 
 /* links.c: the links between stages and their credit flow. */

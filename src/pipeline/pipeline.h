@@ -60,6 +60,8 @@ typedef struct ipu_pipeline_report {
                                  warm-up) to the last finish, all ranks */
     double samples_per_s;     /* micro-batches x micro-batch size / wall_s */
     double latency_med_ms, latency_min_ms, latency_max_ms; /* per micro-batch, in -> out */
+    int latency_samples;      /* micro-batches whose latency was recorded: all, or
+                                 every k-th of a run of more than 65536 */
     double *stage_busy;       /* [stages]: busy fraction of replica 0's stages */
     double *stage_ms;         /* [stages]: mean run time per micro-batch */
     double peak_rss_mib_max;  /* largest peak RSS over the ranks */

@@ -15,12 +15,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Latency of every micro-batch (ends[m] - starts[m], ms; ends is
+/* Latency of every recorded micro-batch (ends[m] - starts[m], ms; ends is
  * overwritten and sorted): median, min and max into r. */
 static void latencies(ipu_pipeline_report_t *r, double *starts, double *ends, int N)
 {
     for (int m = 0; m < N; m++)
         ends[m] = (ends[m] - starts[m]) * 1e3;
+    r->latency_samples = N;
     qsort(ends, (size_t)N, sizeof(double), cmp_double);
     r->latency_min_ms = ends[0];
     r->latency_max_ms = ends[N - 1];
@@ -103,27 +104,18 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
     const ipu_pipeline_params_t *p = pp->p;
     /* the timed window runs from the first start of a timed sequence
      * (after the warm-up) to the last finish */
-    double wall = 0, t_first = 1e300, first = 0;
-    for (int i = 0; i < pp->n_ls; i++)
-        if (pp->ls[i].s == 0)
-            t_first = pp->t_start[pp->W];
+    double wall = 0, t_first = pp->t_first, first = 0;
     ipu_watchdog_arm(pp->T, pp->rank, "gathering the run's report");
     MPI_Reduce(&t_done, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     MPI_Reduce(&t_first, &first, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
     wall -= first;
-    int N = p->micro_batches;
-    double *starts = calloc((size_t)N + 1, sizeof(double)), *ends = calloc((size_t)N + 1, sizeof(double));
-    double *mine_s = calloc((size_t)N + 1, sizeof(double)), *mine_e = calloc((size_t)N + 1, sizeof(double));
-    for (int64_t q = pp->W; q < pp->ls[0].total; q++) {
-        int mb = pipe_mb_of(pp, q);
-        if (mine_s && mine_e && mb < N) {
-            mine_s[mb] = pp->t_start[q];
-            mine_e[mb] = pp->t_end[q];
-        }
-    }
-    if (starts && ends && mine_s && mine_e) {
-        MPI_Reduce(mine_s, starts, N, MPI_DOUBLE, MPI_MAX, 0, comm);
-        MPI_Reduce(mine_e, ends, N, MPI_DOUBLE, MPI_MAX, 0, comm);
+    int N = p->micro_batches, L = pp->n_lat;
+    /* each recorded slot was written by one rank (its replica's first or
+     * last stage); the others hold -1 */
+    double *starts = calloc((size_t)L + 1, sizeof(double)), *ends = calloc((size_t)L + 1, sizeof(double));
+    if (starts && ends) {
+        MPI_Reduce(pp->t_start, starts, L, MPI_DOUBLE, MPI_MAX, 0, comm);
+        MPI_Reduce(pp->t_end, ends, L, MPI_DOUBLE, MPI_MAX, 0, comm);
     }
     double *allbusy;
     gather_busy(pp, comm, &allbusy);
@@ -139,7 +131,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
                                    .stages = pp->S, .wall_s = wall};
         int64_t batch = pp->g->n_inputs > 0 && pp->ins[0].rank > 0 ? pp->ins[0].dims[0] : 1;
         r.samples_per_s = wall > 0 ? (double)N * (double)batch / wall : 0;
-        latencies(&r, starts, ends, N);
+        latencies(&r, starts, ends, L);
         r.stage_busy = calloc((size_t)pp->S, sizeof(double));
         r.stage_ms = calloc((size_t)pp->S, sizeof(double));
         for (int s = 0; s < pp->S && allbusy && r.stage_busy && r.stage_ms; s++) {
@@ -159,7 +151,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
     free(allbusy);
     free(prof);
     free(rsses);
-    free(starts); free(ends); free(mine_s); free(mine_e);
+    free(starts); free(ends);
 }
 
 void ipu_pipeline_report_free(ipu_pipeline_report_t *r)

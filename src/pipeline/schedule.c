@@ -53,8 +53,11 @@ static ipu_status_t try_start(pipe_t *pp, lstage_t *ls)
             (st = pipe_consumed(pp, lk, ls->total)) != IPU_OK)
             return st;
     }
-    if (ls->s == 0)
-        pp->t_start[seq] = pipe_now_s() - pp->t0;
+    int slot = pipe_lat_slot(pp, seq);
+    if (ls->s == 0 && slot >= 0)
+        pp->t_start[slot] = pipe_now_s() - pp->t0;
+    if (ls->s == 0 && seq == pp->W)
+        pp->t_first = pipe_now_s() - pp->t0;
     if (seq == pp->W)
         pp->busy_at_w[ls - pp->ls] = ipu_device_busy_s(ls->dev);
     if ((st = ipu_device_start(ls->dev)) != IPU_OK)
@@ -126,8 +129,9 @@ static ipu_status_t try_emit(pipe_t *pp, lstage_t *ls)
         if ((st = pp->p->take_output(pp->p->arg, pipe_mb_of(pp, seq), k, &t)) != IPU_OK)
             return st;
     }
-    if (ls->s == pp->S - 1)
-        pp->t_end[seq] = pipe_now_s() - pp->t0;
+    int slot = pipe_lat_slot(pp, seq);
+    if (ls->s == pp->S - 1 && slot >= 0)
+        pp->t_end[slot] = pipe_now_s() - pp->t0;
     memset(ls->emitted, 0, (size_t)ls->n_out);
     ls->has_result = 0;
     return IPU_OK;

@@ -256,8 +256,16 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
 {
     const ipu_pipeline_params_t *p = pp->p;
     pp->W = p->warmup > 0 ? p->warmup : 0;
-    pp->t_start = calloc((size_t)p->micro_batches + (size_t)pp->W + 1, sizeof(double));
-    pp->t_end = calloc((size_t)p->micro_batches + (size_t)pp->W + 1, sizeof(double));
+    pp->t_first = 1e300;
+    pp->lat_stride = (p->micro_batches + PIPE_LAT_MAX - 1) / PIPE_LAT_MAX;
+    if (pp->lat_stride < 1)
+        pp->lat_stride = 1;
+    pp->n_lat = (p->micro_batches + pp->lat_stride - 1) / pp->lat_stride;
+    pp->t_start = malloc(((size_t)pp->n_lat + 1) * sizeof(double));
+    pp->t_end = malloc(((size_t)pp->n_lat + 1) * sizeof(double));
+    /* written here, so that the pages are this rank's from now on */
+    for (int i = 0; pp->t_start && pp->t_end && i <= pp->n_lat; i++)
+        pp->t_start[i] = pp->t_end[i] = -1;
     pp->busy_at_w = calloc((size_t)pp->K, sizeof(double));
     if (st == IPU_OK && (!pp->t_start || !pp->t_end || !pp->busy_at_w))
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");

@@ -17,7 +17,10 @@
 # test_data_set_M per micro-batch through a 2-stage pipeline, --save-inputs
 # there and over replicas, usage errors said once, --replicas without
 # --batches, the
-# start-up agreement (one rank's error, different models or options).
+# start-up agreement (one rank's error, different models or options);
+# --digest against its definition computed from the written outputs
+# (output_digest.py), the same digest from 4 stages and from 2 replicas;
+# the latency of every 2nd micro-batch of a run of 70000.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -54,6 +57,18 @@ expect 0 "inputs matched by name, two outputs, int64 output" "output 1 'shape' i
 expect 0 "output-dir" "latency" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --output-dir "$W/o"
 cp "$M/test_data_set_0/input_0.pb" "$W/o/"
 expect 0 "output-dir round trip" ": ok" -- "$EXE" "$M/model.onnx" --inputs "$W/o" --check --atol 0 --rtol 0
+# --digest: the digest of the outputs' bytes as output_digest.py computes it
+# from the files written; another seed, another digest
+digest_of() { sed -n 's/^digest: \([0-9a-f]\{16\}\) .*/\1/p' "$W/out"; }
+expect 0 "--digest" "^digest: [0-9a-f]\{16\} (3 outputs of 3 micro-batches)\$" -- "$EXE" "$M/model.onnx" --batches 3 --digest --output-dir "$W/dg"
+DG=$(digest_of)
+[ "$DG" = "$("$PYTHON_REF" "$top_srcdir/tests/cli/output_digest.py" "$W/dg" 3 1)" ] && ok "--digest of the written outputs" ||
+    fail "--digest $DG differs from output_digest.py's"
+expect 0 "--digest, two outputs" "^digest: .* (4 outputs of 2 micro-batches)" -- "$EXE" "$W/two_in/model.onnx" --inputs "$W/two_in/test_data_set_0" --batches 2 --digest --output-dir "$W/dg2"
+[ "$(digest_of)" = "$("$PYTHON_REF" "$top_srcdir/tests/cli/output_digest.py" "$W/dg2" 2 2)" ] && ok "--digest of two outputs, int64 included" ||
+    fail "--digest of two_in differs from output_digest.py's: $(cat "$W/out")"
+expect 0 "--digest --seed 1" "^digest: " -- "$EXE" "$M/model.onnx" --batches 3 --digest --seed 1
+[ "$(digest_of)" != "$DG" ] && ok "other outputs, other digest" || fail "--seed 1 gave the digest of --seed 0"
 # .npy references, files by the graph names, two files for one input, an
 # extra file, a Fortran-order .npy
 expect 0 ".npy reference output_0.npy" "check: 1 output of 1 micro-batch ok" -- "$EXE" "$M/model.onnx" --inputs "$M/npy_ref" --check
@@ -288,6 +303,13 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     expect 1 "mpirun -np 2 mismatch" "MISMATCH" -- mpi -np 2 "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
     awk '/^peak RSS/ {r = NR} /MISMATCH/ {m = NR} END {exit !(r && m > r)}' "$W/out" &&
         ok "mismatch line after the report" || fail "mismatch line order: $(cat "$W/out")"
+    # --digest over a pipeline and over replicas: one rank's, summed over
+    # the ranks that took the outputs
+    expect 0 "mpirun -np 4 --digest" "^digest: $DG (3 outputs of 3 micro-batches)\$" -- mpi -np 4 "$EXE" "$M/model.onnx" --batches 3 --digest
+    grep -q "4 stages" "$W/out" && ok "--digest over 4 stages" || fail "not 4 stages: $(cat "$W/out")"
+    expect 0 "mpirun -np 2 --replicas 2 --digest" "^digest: $DG (3 outputs of 3 micro-batches)\$" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 3 --replicas 2 --digest
+    # a run longer than the latency record: every 2nd micro-batch's latency
+    expect 0 "mpirun -np 2, 70000 micro-batches" "^latency ms per micro-batch: median .* (of 35000 micro-batches, every 2nd)\$" -- mpi -np 2 "$EXE" "$M/model.onnx" --batches 70000
     # the annotated model under mpirun -np 2 uses its stages: no note
     expect 0 "annotated model on 2 ranks" "manual partition: 2 stages" -- mpi -np 2 "$EXE" "$W/ann2.onnx"
     grep -q "note:" "$W/err" && fail "a note on 2 ranks: $(cat "$W/err")" || ok "no note on 2 ranks"
