@@ -148,6 +148,16 @@ ipu_status_t pipe_schedule(pipe_t *pp);
 
 /* report.c: gather what the run measured on rank 0 (collective over comm);
  * t_done: this rank's end of the run, seconds from t0. */
+/* Set pp->t0, the base of every rank's t_start/t_end, to rank 0's start
+ * read on this rank's clock, so that times taken on different ranks (a
+ * micro-batch's latency: its start on stage 0, its end on the last stage)
+ * subtract: MPI_Wtime is not global (MPI_WTIME_IS_GLOBAL), and separate
+ * bases made latencies come out negative. The offset of each rank's clock
+ * from rank 0's is Cristian's estimate (F. Cristian, "Probabilistic clock
+ * synchronization", Distributed Computing 3(3), 1989): of 8 ping-pongs with
+ * rank 0, the one with the shortest round trip, rank 0's reading taken at
+ * its midpoint. Collective over comm; bounded by the watchdog. */
+void pipe_sync_clocks(pipe_t *pp, MPI_Comm comm);
 void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t *rep);
 
 #endif

@@ -99,6 +99,43 @@ static char *gather_profile(const pipe_t *pp, MPI_Comm comm)
     return all;
 }
 
+void pipe_sync_clocks(pipe_t *pp, MPI_Comm comm)
+{
+    enum { PINGS = 8, TAG = IPU_AGREE_TAG + 1 };
+    double t0 = pipe_now_s();
+    ipu_watchdog_arm(pp->T, pp->rank, "synchronising the ranks' clocks");
+    if (pp->rank == 0) {
+        for (int r = 1; r < pp->world; r++) {
+            double best_rtt = 1e300, off = 0, msg[2];
+            for (int k = 0; k < PINGS; k++) {
+                double t1 = pipe_now_s(), tr;
+                MPI_Send(&t1, 1, MPI_DOUBLE, r, TAG, comm);
+                MPI_Recv(&tr, 1, MPI_DOUBLE, r, TAG, comm, MPI_STATUS_IGNORE);
+                double t2 = pipe_now_s();
+                if (t2 - t1 < best_rtt) { /* its reading at our midpoint */
+                    best_rtt = t2 - t1;
+                    off = tr - (t1 + t2) / 2;
+                }
+            }
+            msg[0] = off;
+            msg[1] = t0;
+            MPI_Send(msg, 2, MPI_DOUBLE, r, TAG, comm);
+        }
+    } else {
+        double msg[2];
+        for (int k = 0; k < PINGS; k++) {
+            double t1, tr;
+            MPI_Recv(&t1, 1, MPI_DOUBLE, 0, TAG, comm, MPI_STATUS_IGNORE);
+            tr = pipe_now_s();
+            MPI_Send(&tr, 1, MPI_DOUBLE, 0, TAG, comm);
+        }
+        MPI_Recv(msg, 2, MPI_DOUBLE, 0, TAG, comm, MPI_STATUS_IGNORE);
+        t0 = msg[1] + msg[0]; /* rank 0's start, read on this rank's clock */
+    }
+    ipu_watchdog_disarm();
+    pp->t0 = t0;
+}
+
 void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t *rep)
 {
     const ipu_pipeline_params_t *p = pp->p;

@@ -87,7 +87,7 @@ ipu_status_t ipu_pipeline_run(ipu_graph_t *g, MPI_Comm comm, const ipu_pipeline_
         goto out;
     }
     rep->setup_failed = 0;
-    pp.t0 = pipe_now_s();
+    pipe_sync_clocks(&pp, comm); /* pp.t0: one base for every rank's times */
     st = pipe_schedule(&pp);
     double t_done = pipe_now_s() - pp.t0;
     /* every rank finished its stages (a rank that did waits for the others

@@ -44,6 +44,13 @@ for pat in "auto partition: 2 stages" "throughput: .* samples/s" "latency ms per
            "stage 1: busy" "peak RSS per rank MiB"; do
     echo "$OUT" | grep -q "$pat" && ok "report: $pat" || fail "report lacks '$pat'"
 done
+# a latency is a time on the last stage's rank minus one on the first's:
+# never negative (each rank timed from its own start before the clocks were
+# put on one base, pipe_sync_clocks; replicas of 2-IPU ranks showed it)
+run_mpi 4 "$CACHE/op13/gpt2_tiny/model.onnx" --batches 7 --replicas 2 --ipus-per-rank 2
+if [ $? -eq 0 ] && echo "$OUT" | grep -q "latency ms per micro-batch: median [0-9.]* min [0-9.]* max"; then
+    ok "latencies measured on one clock: none negative"
+else fail "latencies: $(echo "$OUT" | grep latency)"; fi
 # many micro-batches over the MPI back end: its tags are folded into
 # MPI_TAG_UB, and no reserved tag may meet a data tag (sequence 511 met the
 # lost-rank notice's once)
