@@ -18,16 +18,19 @@
  * result names the member and the field alike on every member. */
 #include "collectives/gcl_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
-/* steps of the check in GCL_SCOPE_DEBUG (GCL_DEBUG's allgather uses few);
- * the follow-up's after them */
+/* steps of the check in GCL_SCOPE_DEBUG (GCL_DEBUG's allgather uses few):
+ * its rounds, their bulk messages, the follow-up's rounds */
 #define CHECK_STEP 0x8000u
+#define BULK_STEP 0x8040u
 #define FOLLOWUP_STEP 0x8100u
 
 typedef struct call_desc {
-    int32_t rank, coll, dtype, op, root; /* coll LOST: a call that differs, fields unknown */
+    int32_t rank, root;
     uint32_t seq;
+    int8_t coll, dtype, op, pad; /* coll LOST: a call that differs, fields unknown */
     uint64_t count;
 } call_desc_t;
 #define LOST (-1)
@@ -38,9 +41,20 @@ typedef struct check_state {
     call_desc_t ref, diff;
 } check_state_t;
 
-/* the header of every check message; payloads start aligned for any dtype */
-#define HDR 64
-_Static_assert(sizeof(check_state_t) <= HDR, "the check's header outgrew its place");
+/* the header of every check message: the sender's state, and the bytes of
+ * the bulk message it sends beside it this round (0: none) */
+typedef struct check_hdr {
+    check_state_t st;
+    uint64_t bulk;
+} check_hdr_t;
+#define HDR 64 /* payloads start aligned for any dtype */
+_Static_assert(sizeof(check_hdr_t) <= HDR, "the check's header outgrew its place");
+
+typedef struct check_round_info {
+    int recv_op;       /* the header's receive */
+    int peer;
+    uint64_t bulk;     /* bytes of this member's bulk message */
+} check_round_info_t;
 
 struct gcl_check {
     check_state_t st;  /* merged so far */
@@ -48,8 +62,11 @@ struct gcl_check {
     char *out, *in;    /* header + payload each */
     size_t payload;
     unsigned step0;
-    int rounds, built, round, followup;
-    int *recv_op;      /* [rounds]: each round's receive */
+    int rounds, built, round, last;
+    check_round_info_t *ri; /* [rounds] */
+    gcl_check_t *parent;    /* the follow-up's: whose verdict it gives */
+    gcl_status_t verdict;   /* GCL_OK or GCL_ERR_MISMATCH with msg */
+    char msg[256];
 };
 
 static int same_call(const call_desc_t *a, const call_desc_t *b)
@@ -116,14 +133,12 @@ static gcl_status_t mismatch(const gcl_request_t *r, const check_state_t *f)
 }
 
 static gcl_check_t *check_new(gcl_request_t *r, const call_desc_t *self, size_t payload, unsigned step0,
-                              int followup)
+                              gcl_check_t *parent)
 {
-    int p = r->comm->size, rounds = 0;
-    while ((1 << rounds) < p)
-        rounds++;
+    int rounds = gcl_check_rounds(r->comm);
     gcl_check_t *k = gcl_req_alloc(r, sizeof(gcl_check_t));
     char *bufs = gcl_req_alloc(r, 2 * (HDR + payload));
-    int *ops = gcl_req_alloc(r, (size_t)(rounds + 1) * sizeof(int));
+    check_round_info_t *ri = gcl_req_alloc(r, (size_t)(rounds + 1) * sizeof(*ri));
     if (r->err)
         return NULL;
     memset(k, 0, sizeof(*k));
@@ -137,8 +152,9 @@ static gcl_check_t *check_new(gcl_request_t *r, const call_desc_t *self, size_t 
     k->payload = payload;
     k->step0 = step0;
     k->rounds = rounds;
-    k->followup = followup;
-    k->recv_op = ops;
+    k->last = -1;
+    k->parent = parent;
+    k->ri = ri;
     return k;
 }
 
@@ -148,11 +164,11 @@ gcl_check_t *gcl_check_new(gcl_request_t *r, const gcl_args_t *a, size_t payload
     int red = a->coll == GCL_COLL_ALLREDUCE || a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_REDUCE_SCATTER;
     int rooted = a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_BROADCAST;
     int data = a->coll != GCL_COLL_BARRIER;
-    call_desc_t self = {.rank = c->rank, .coll = a->coll, .dtype = data ? (int32_t)a->dtype : -1,
-                        .op = red ? (int32_t)a->op : -1, .root = rooted ? a->root : -1, .seq = r->seq,
+    call_desc_t self = {.rank = c->rank, .coll = (int8_t)a->coll, .dtype = (int8_t)(data ? (int)a->dtype : -1),
+                        .op = (int8_t)(red ? (int)a->op : -1), .root = rooted ? a->root : -1, .seq = r->seq,
                         .count = data ? a->count : 0};
     r->check = 0; /* carried */
-    return check_new(r, &self, payload, CHECK_STEP, 0);
+    return check_new(r, &self, payload, CHECK_STEP, NULL);
 }
 
 int gcl_check_rounds(const gcl_comm_t *c)
@@ -168,44 +184,68 @@ void *gcl_check_in(gcl_check_t *k) { return k->in + HDR; }
 
 /* After round i's send and receive: merge the received header into the
  * state (a message of another length: the sender's call differs) and put
- * the state in the next send's header. After the last round, a
- * difference fails r: right away in the follow-up, which names it; else
- * after the follow-up, which r's op waits for instead. */
+ * the state in the next send's header. A partner sending a bulk message
+ * this member does not expect gets an empty one back and its own taken
+ * (so that every message is matched). After the last round, a difference
+ * starts the follow-up (on every member: each ends with one), whose result
+ * the verdict op gives; the follow-up's own last round gives it. Both in a
+ * child request that this op waits for. */
 static gcl_status_t check_round(gcl_request_t *r, void *arg)
 {
     gcl_check_t *k = arg;
     int i = k->round++;
-    size_t got = gcl_s_received(r, k->recv_op[i]);
-    check_state_t in;
-    if (got == HDR + k->payload || (got != SIZE_MAX && got >= HDR)) {
-        memcpy(&in, k->in, sizeof in);
-        k->st = merge(&k->st, &in);
+    const check_round_info_t *ri = &k->ri[i];
+    size_t got = gcl_s_received(r, ri->recv_op);
+    uint64_t peer_bulk = 0; /* a longer message (unread) carries its payload, no bulk */
+    if (got >= HDR && got <= HDR + k->payload) {
+        check_hdr_t h;
+        memcpy(&h, k->in, sizeof h);
+        k->st = merge(&k->st, &h.st);
+        peer_bulk = h.bulk;
     }
-    if (got != HDR + k->payload) { /* longer (unread) or shorter: the sender's call differs */
+    if (got != HDR + k->payload) {
         check_state_t lost = {.ref = k->st.ref, .diff = k->self};
         lost.diff.coll = LOST;
         k->st = merge(&k->st, &lost);
     }
-    if (k->round < k->rounds) {
-        memcpy(k->out, &k->st, sizeof(k->st));
+    int last = k->round == k->rounds;
+    if (!last) {
+        check_hdr_t h = {.st = k->st, .bulk = k->ri[i + 1].bulk};
+        memcpy(k->out, &h, sizeof h);
+    }
+    if (k->parent) { /* the follow-up (header-only rounds, nothing lost) */
+        if (last) {
+            k->parent->verdict = mismatch(r, &k->st);
+            snprintf(k->parent->msg, sizeof k->parent->msg, "%s", gcl_last_error());
+        }
         return GCL_OK;
     }
-    if (k->followup)
-        return mismatch(r, &k->st);
-    if (k->st.diff.rank < 0)
+    int fix = ri->bulk == 0 && peer_bulk > 0, follow = last && k->st.diff.rank >= 0;
+    if (!fix && !follow)
         return GCL_OK;
-    /* the follow-up: a child request in the same tag space (this call's
-     * sequence number, later steps), on every member */
+    /* a child in the same tag space (this call's sequence number) */
     gcl_comm_t *c = r->comm;
     gcl_request_t *f = gcl_req_new(c, r->coll, r->name, GCL_SCOPE_DEBUG, r->dtype, r->op);
     if (f == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for the call check", r->name);
-    c->dbg_seq--; /* not a GCL_DEBUG call: its sequence is r's */
+    c->dbg_seq--; /* not a GCL_DEBUG call */
     f->seq = r->seq;
     f->algo = r->algo;
-    gcl_check_t *fk = check_new(f, &k->self, 0, FOLLOWUP_STEP, 1);
-    for (int j = 0, prev = -1; fk && j < fk->rounds; j++)
-        prev = gcl_check_round(f, fk, prev);
+    if (fix) {
+        static char empty;
+        void *sink = gcl_req_alloc(f, peer_bulk);
+        uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+        int s = gcl_s_send(f, ri->peer, 0, &empty, 0, -1, -1);
+        int v = gcl_s_recv(f, ri->peer, 0, sink, peer_bulk, -1, -1);
+        gcl_s_any_length(f, v);
+        if (s >= 0 && v >= 0)
+            f->ops[s].tag = f->ops[v].tag = tag;
+    }
+    if (follow) {
+        gcl_check_t *fk = check_new(f, &k->self, 0, FOLLOWUP_STEP, k);
+        for (int j = 0, prev = -1; fk && j < fk->rounds; j++)
+            prev = gcl_check_round(f, fk, prev);
+    }
     if (f->err) {
         gcl_status_t st = f->err;
         gcl_req_free(f);
@@ -215,7 +255,15 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
     return GCL_OK;
 }
 
-int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
+static gcl_status_t check_verdict(gcl_request_t *r, void *arg)
+{
+    const gcl_check_t *k = arg;
+    (void)r;
+    return k->verdict != GCL_OK ? gcl_set_error(k->verdict, "%s", k->msg) : GCL_OK;
+}
+
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
+                         int *send_op, int *recv_op)
 {
     const gcl_comm_t *c = r->comm;
     int p = c->size, i = k->built++, d = 1 << i, to, from;
@@ -223,6 +271,11 @@ int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
         to = from = c->rank ^ d;
     else
         to = (c->rank + d) % p, from = (c->rank - d + p) % p;
+    check_round_info_t *ri = &k->ri[i];
+    ri->peer = from;
+    ri->bulk = bulk;
+    if (i == 0)
+        memcpy(k->out + offsetof(check_hdr_t, bulk), &ri->bulk, sizeof ri->bulk);
     uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, k->step0 + (unsigned)i);
     int s = gcl_s_send(r, to, 0, k->out, HDR + k->payload, dep, -1);
     int v = gcl_s_recv(r, from, 0, k->in, HDR + k->payload, dep, -1);
@@ -230,8 +283,27 @@ int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
         return -1;
     r->ops[s].tag = r->ops[v].tag = tag;
     gcl_s_any_length(r, v);
-    k->recv_op[i] = v;
-    return gcl_s_call(r, check_round, k, s, v);
+    ri->recv_op = v;
+    if (bulk > 0) { /* partners of a butterfly only (check_round answers the one who expects none) */
+        tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+        *send_op = gcl_s_send(r, to, 0, src, bulk, dep, -1);
+        *recv_op = gcl_s_recv(r, from, 0, dst, bulk, dep, -1);
+        if (*send_op < 0 || *recv_op < 0)
+            return -1;
+        r->ops[*send_op].tag = r->ops[*recv_op].tag = tag;
+        gcl_s_any_length(r, *recv_op);
+    }
+    return k->last = gcl_s_call(r, check_round, k, s, v);
+}
+
+int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
+{
+    return gcl_check_round_bulk(r, k, dep, NULL, NULL, 0, NULL, NULL);
+}
+
+int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep)
+{
+    return gcl_s_call(r, check_verdict, k, k->last, dep);
 }
 
 gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a)
@@ -243,6 +315,8 @@ gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a)
     int prev = -1;
     for (int i = 0; k && i < k->rounds; i++)
         prev = gcl_check_round(r, k, prev);
+    if (k)
+        prev = gcl_check_end(r, k, -1);
     /* the collective's ops start after it */
     for (int i = 0; i < nops && !r->err; i++)
         if (r->ops[i].ndeps == 0)

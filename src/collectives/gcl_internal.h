@@ -115,7 +115,7 @@ typedef struct gcl_sop {
     void *dst;
     const void *a, *b;
     size_t n;                  /* bytes (send/recv/copy), elements (reduce) */
-    size_t got;                /* GOP_RECV: bytes received (SIZE_MAX: more than n, unread) */
+    size_t got;                /* GOP_RECV: the message's bytes (gcl_s_received) */
     ipu_treq_t *treq;
     gcl_request_t *sub;
     gcl_shm_op_t *shm_op;      /* GOP_SHM: started (held) when added */
@@ -201,8 +201,8 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 int gcl_s_call(gcl_request_t *r, gcl_status_t (*fn)(gcl_request_t *r, void *arg), void *arg, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
 /* The receive op completes on a message of any length (one longer than its
- * buffer is consumed unread); gcl_s_received then says how long it was:
- * its bytes, or SIZE_MAX for longer than the buffer. */
+ * buffer is consumed unread); gcl_s_received then says how long it was
+ * (SIZE_MAX: longer than the buffer by an unknown amount). */
 void gcl_s_any_length(gcl_request_t *r, int op);
 size_t gcl_s_received(const gcl_request_t *r, int op);
 /* From the fn of a GOP_CALL being run: the op completes when child (a
@@ -290,9 +290,20 @@ void *gcl_check_out(gcl_check_t *k);
 void *gcl_check_in(gcl_check_t *k);
 /* Add the next round after op dep: send the header and the out area,
  * receive into the in area, merge. Returns the merge op; after it the in
- * area holds the partner's payload (garbage if the calls differ: the last
- * round's merge then fails r) and the out area may be rewritten. */
+ * area holds the partner's payload (garbage where the calls differ) and
+ * the out area may be rewritten. */
 int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep);
+/* The same, with a message of bulk bytes from src to the partner and from
+ * it into dst beside the header, for payloads too large to copy (size a
+ * power of two: the partner is rank ^ 2^i); *send_op, *recv_op: its ops
+ * (dst is garbage where the calls differ). */
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
+                         int *send_op, int *recv_op);
+/* The verdict after the last round and op dep: fails r where the calls
+ * differ; the payloads may be used after it. Every round's messages must
+ * be among its dependencies (a transfer still in flight when r fails would
+ * be cancelled, which costs the peer's endpoint). */
+int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep);
 /* The check with no payload, before every op of r so far. Returns r->err. */
 gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a);
 

@@ -13,14 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_CASES };
+enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_BIG_COLL, AC_BIG_SMALL, AC_BARRIER,
+       AC_CASES };
+/* The network path's check rides in small allreduces' messages and beside
+ * a 2-member large one's (check.c): the cases mix these with each other and
+ * with calls checked in rounds of their own. */
 static const char *const AC_NAME[AC_CASES] = {
     "allreduce, count 64 vs 65", "allreduce vs broadcast", "allreduce, float32 vs int32",
     "allreduce, 1 M vs 1 M + 1000 floats", "allreduce, sum vs max", "broadcast, another root",
-    "iallreduce + gcl_wait, another count"};
+    "iallreduce + gcl_wait, another count", "allreduce vs broadcast, 1 M floats", "allreduce, 1 M vs 64 floats",
+    "allreduce vs barrier"};
 /* what the message must name */
 static const char *const AC_FIELD[AC_CASES] = {"count", "gcl_broadcast", "dtype", "count", "op", "root",
-                                               "count"};
+                                               "count", "gcl_broadcast", "count", "gcl_barrier"};
 #define BIG ((size_t)1 << 20)
 
 static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
@@ -35,6 +40,10 @@ static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
     case AC_BIG:   return gcl_allreduce(x, y, BIG + (odd ? 1000 : 0), GCL_FLOAT32, GCL_SUM, comm);
     case AC_OP:    return gcl_allreduce(x, y, 64, GCL_FLOAT32, odd ? GCL_MAX : GCL_SUM, comm);
     case AC_ROOT:  return gcl_broadcast(x, 64, GCL_FLOAT32, odd, comm);
+    case AC_BIG_COLL:
+        return odd ? gcl_broadcast(x, BIG, GCL_FLOAT32, 0, comm) : gcl_allreduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, comm);
+    case AC_BIG_SMALL: return gcl_allreduce(x, y, odd ? 64 : BIG, GCL_FLOAT32, GCL_SUM, comm);
+    case AC_BARRIER:   return odd ? gcl_barrier(comm) : gcl_allreduce(x, y, 64, GCL_FLOAT32, GCL_SUM, comm);
     default:
         st = gcl_iallreduce(x, y, 64 + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
         return st == GCL_OK ? gcl_wait(&req) : st;
