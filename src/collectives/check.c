@@ -196,14 +196,16 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
     int i = k->round++;
     const check_round_info_t *ri = &k->ri[i];
     size_t got = gcl_s_received(r, ri->recv_op);
-    uint64_t peer_bulk = 0; /* a longer message (unread) carries its payload, no bulk */
+    uint64_t peer_bulk = 0; /* a longer message (unread) carries a payload, no bulk */
     if (got >= HDR && got <= HDR + k->payload) {
         check_hdr_t h;
         memcpy(&h, k->in, sizeof h);
         k->st = merge(&k->st, &h.st);
         peer_bulk = h.bulk;
     }
-    if (got != HDR + k->payload) {
+    /* another length, or bulk messages not alike: the calls or the
+     * algorithms differ */
+    if (got != HDR + k->payload || peer_bulk != ri->bulk) {
         check_state_t lost = {.ref = k->st.ref, .diff = k->self};
         lost.diff.coll = LOST;
         k->st = merge(&k->st, &lost);

@@ -117,10 +117,52 @@ static void run_world(int no_shm)
     gcl_finalize(w);
 }
 
+/* Alike calls, but the last rank forces another algorithm
+ * (GCL_ALLREDUCE_ALGO=ring at its init) where the others' allreduce carries
+ * the network path's check (a power of two: recursive doubling up to 8 KiB;
+ * 2 members: 4 MiB): the messages differ from the first round, and every
+ * rank must get GCL_ERR_MISMATCH saying so, in bounded time, not a hang or
+ * a wrong sum. */
+static void run_other_algorithm(void)
+{
+    int odd = rank == size - 1;
+    setenv("GCL_NO_SHM", "1", 1);
+    if (odd)
+        setenv("GCL_ALLREDUCE_ALGO", "ring", 1);
+    MPI_Comm mc = MPI_COMM_WORLD;
+    gcl_comm_t *w = NULL;
+    gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
+    unsetenv("GCL_NO_SHM");
+    unsetenv("GCL_ALLREDUCE_ALGO");
+    if (!gok(st, "gcl_init_mpi, the last rank forcing the ring"))
+        return;
+    gok(gcl_comm_set_timeout(w, 20), "gcl_comm_set_timeout");
+    float *x = calloc(BIG, sizeof(float)), *y = calloc(BIG, sizeof(float));
+    const size_t counts[] = {64, BIG};
+    for (int i = 0; i < (size == 2 ? 2 : 1); i++) {
+        char what[160];
+        snprintf(what, sizeof what, "allreduce of %zu floats, the last rank forcing the ring (network path)",
+                 counts[i]);
+        double t0 = now_s();
+        st = gcl_allreduce(x, y, counts[i], GCL_FLOAT32, GCL_SUM, w);
+        double el = now_s() - t0;
+        if (gexpect(st, GCL_ERR_MISMATCH, what))
+            CHECK(strstr(gcl_last_error(), "algorithms") != NULL, "%s: the message does not say why: %s", what,
+                  gcl_last_error());
+        CHECK(el < 15, "%s: returned after %.3f s", what, el);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(x);
+    free(y);
+    gcl_finalize(w);
+}
+
 void suite_mismatch_checked(void)
 {
     if (size < 2)
         return;
     run_world(0);
     run_world(1);
+    if ((size & (size - 1)) == 0)
+        run_other_algorithm();
 }
