@@ -6,13 +6,17 @@
  * as a butterfly (partner rank ^ 2^i) when p is a power of two, so that
  * recursive doubling can carry its own data in them: each message is the
  * sender's merged state (the header) followed by the algorithm's payload,
- * and a call check costs no message of its own there.
+ * and a call check costs no message of its own there. A payload too large
+ * to copy goes as a bulk message beside the header, which gives its size; a
+ * partner that expects none takes it and answers with an empty one. The
+ * verdict (gcl_check_end) comes after the last round and all these
+ * messages: where it fails r nothing is left in flight.
  *
  * Every member sends and receives in every round whatever it was called
  * with, so every check message is matched. A message of another length
- * means the sender's call differs: a shorter one is read whole (its header
- * tells what); a longer one is truncated and read by nobody, so the
- * receiver only records that a call differs. Either way every member ends
+ * (or bulk messages not alike) means the sender's call differs: a shorter
+ * one is read whole (its header tells what); a longer one is truncated and
+ * read by nobody, so the receiver only records that a call differs. Either way every member ends
  * with a difference in its state, and then all of them run the check once
  * more with their own calls and header-only messages (the follow-up), whose
  * result names the member and the field alike on every member. */
