@@ -4,7 +4,10 @@
  *    of collective communication operations in MPICH" (IJHPCA 2005) §4.4;
  *    Open MPI ompi/mca/coll/base/coll_base_allreduce.c
  *    ompi_coll_base_allreduce_intra_recursivedoubling. Non-power-of-two: the
- *    first 2*rem ranks fold pairwise into rem before and unfold after.
+ *    first 2*rem ranks fold pairwise into rem before and unfold after. A
+ *    power of two up to GCL_CHECK_CARRY_MAX bytes carries the call check in
+ *    its messages (check.c) instead of a round of its own before them; two
+ *    members beyond send the check's header beside their one exchange.
  *  - rabenseifner (medium): recursive-halving reduce-scatter + recursive-
  *    doubling allgather (Rabenseifner 2004; Thakur et al. 2005 §4.4; Open MPI
  *    ompi_coll_base_allreduce_intra_redscat_allgather), same folding.
@@ -83,6 +86,45 @@ static gcl_status_t ar_recursive_doubling(gcl_request_t *r, const void *send, ch
     return r->err;
 }
 
+/* Recursive doubling among a power of two carrying the call check
+ * (check.c): round i's exchange with rank ^ 2^i is the check's round i,
+ * the data after its header. acc lives in the check's out area; the result
+ * reaches recv only after the last round's check passed. */
+static gcl_status_t ar_recursive_doubling_checked(gcl_request_t *r, const gcl_args_t *a)
+{
+    size_t bytes = a->count * r->esz;
+    gcl_check_t *k = gcl_check_new(r, a, bytes);
+    if (k == NULL)
+        return r->err;
+    char *acc = gcl_check_out(k), *tmp = gcl_check_in(k);
+    int prev = gcl_s_copy(r, acc, a->send == GCL_IN_PLACE ? a->recv : a->send, bytes, -1, -1);
+    for (int i = 0; i < gcl_check_rounds(r->comm); i++) {
+        int m = gcl_check_round(r, k, prev);
+        prev = gcl_s_reduce(r, acc, acc, tmp, a->count, m, -1);
+    }
+    gcl_s_copy(r, a->recv, acc, bytes, gcl_check_end(r, k, prev), -1);
+    return r->err;
+}
+
+/* Two members, too large to copy: the one exchange beside the call
+ * check's header (its bulk message, check.c); the reduction into recv
+ * after the verdict. */
+static gcl_status_t ar_exchange_checked(gcl_request_t *r, const gcl_args_t *a)
+{
+    size_t bytes = a->count * r->esz;
+    gcl_check_t *k = gcl_check_new(r, a, 0);
+    char *tmp = gcl_req_alloc(r, bytes);
+    if (r->err)
+        return r->err;
+    const void *src = a->send == GCL_IN_PLACE ? a->recv : a->send;
+    int s = -1, v = -1;
+    gcl_check_round_bulk(r, k, -1, src, tmp, bytes, &s, &v);
+    int end = gcl_check_end(r, k, v);
+    gcl_s_dep(r, end, s);
+    gcl_s_reduce(r, a->recv, src, tmp, a->count, end, -1);
+    return r->err;
+}
+
 static gcl_status_t ar_rabenseifner(gcl_request_t *r, const void *send, char *acc, size_t count)
 {
     int pof2 = gcl_pof2_below(r->comm->size), fs;
@@ -138,7 +180,12 @@ static gcl_status_t ar_hierarchical(gcl_request_t *r, const void *send, char *ou
 gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
     switch (alg) {
-    case GCL_ALG_RECURSIVE_DOUBLING: return ar_recursive_doubling(r, a->send, a->recv, a->count);
+    case GCL_ALG_RECURSIVE_DOUBLING:
+        if (r->check && gcl_is_pow2(r->comm->size) && a->count * r->esz <= GCL_CHECK_CARRY_MAX)
+            return ar_recursive_doubling_checked(r, a);
+        if (r->check && r->comm->size == 2)
+            return ar_exchange_checked(r, a);
+        return ar_recursive_doubling(r, a->send, a->recv, a->count);
     case GCL_ALG_RABENSEIFNER:       return ar_rabenseifner(r, a->send, a->recv, a->count);
     case GCL_ALG_HIERARCHICAL:       return ar_hierarchical(r, a->send, a->recv, a->count);
     default:                         r->algo = "ring"; return ar_ring(r, a->send, a->recv, a->count);

@@ -2,7 +2,8 @@
  *  - dissemination: ceil(lg p) rounds; in round k rank r signals r + 2^k and
  *    waits for r - 2^k (Hensgen, Finkel, Manber, "Two algorithms for barrier
  *    synchronization", IJPP 1988; Open MPI ompi/mca/coll/base/
- *    coll_base_barrier.c ompi_coll_base_barrier_intra_bruck). */
+ *    coll_base_barrier.c ompi_coll_base_barrier_intra_bruck). A checked
+ *    call (coll.c) is the call check's rounds alone (check.c). */
 #include "collectives/gcl_internal.h"
 
 static gcl_status_t barrier_dissemination(gcl_request_t *r)
@@ -20,7 +21,11 @@ static gcl_status_t barrier_dissemination(gcl_request_t *r)
 
 gcl_status_t gcl_barrier_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
-    (void)a;
     (void)alg;
+    /* the call check's rounds are a dissemination barrier themselves (a
+     * butterfly one for a power of two: Brooks, "The butterfly barrier",
+     * IJPP 1986): no member's last round ends before every member started */
+    if (r->check)
+        return gcl_s_call_check(r, a);
     return barrier_dissemination(r);
 }

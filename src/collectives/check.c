@@ -1,21 +1,43 @@
 /* The call check of every collective on the network path (gcl_internal.h,
- * gcl_s_call_check): the members' calls, merged by dissemination (Hensgen,
- * Finkel and Manber, "Two algorithms for barrier synchronization", 1988)
- * so that after ceil(log2 p) rounds every member knows the lowest rank and,
- * if any, the lowest rank whose call differs from it. The collective's own
- * ops wait for it, so a mismatch fails every member before any data moved
- * and leaves nothing in flight. */
+ * "Call check"): the members' calls, merged round by round so that after
+ * ceil(log2 p) rounds every member knows the lowest rank and, if any, a
+ * rank whose call differs from it. The rounds go by dissemination (Hensgen,
+ * Finkel and Manber, "Two algorithms for barrier synchronization", 1988),
+ * as a butterfly (partner rank ^ 2^i) when p is a power of two, so that
+ * recursive doubling can carry its own data in them: each message is the
+ * sender's merged state (the header) followed by the algorithm's payload,
+ * and a call check costs no message of its own there. A payload too large
+ * to copy goes as a bulk message beside the header, which gives its size; a
+ * partner that expects none takes it and answers with an empty one. The
+ * verdict (gcl_check_end) comes after the last round and all these
+ * messages: where it fails r nothing is left in flight.
+ *
+ * Every member sends and receives in every round whatever it was called
+ * with, so every check message is matched. A message of another length
+ * (or bulk messages not alike) means the sender's call differs: a shorter
+ * one is read whole (its header tells what); a longer one is truncated and
+ * read by nobody, so the receiver only records that a call differs. Either way every member ends
+ * with a difference in its state, and then all of them run the check once
+ * more with their own calls and header-only messages (the follow-up), whose
+ * result names the member and the field alike on every member. */
 #include "collectives/gcl_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
-#define CHECK_STEP 0x8000u /* steps of the check in GCL_SCOPE_DEBUG (GCL_DEBUG's allgather uses few) */
+/* steps of the check in GCL_SCOPE_DEBUG (GCL_DEBUG's allgather uses few):
+ * its rounds, their bulk messages, the follow-up's rounds */
+#define CHECK_STEP 0x8000u
+#define BULK_STEP 0x8040u
+#define FOLLOWUP_STEP 0x8100u
 
 typedef struct call_desc {
-    int32_t rank, coll, dtype, op, root;
+    int32_t rank, root;
     uint32_t seq;
+    int8_t coll, dtype, op, pad; /* coll LOST: a call that differs, fields unknown */
     uint64_t count;
 } call_desc_t;
+#define LOST (-1)
 
 /* What a member knows after a round: the lowest rank seen (ref) and the
  * lowest-ranked call seen that differs from ref's (diff.rank < 0: none). */
@@ -23,16 +45,38 @@ typedef struct check_state {
     call_desc_t ref, diff;
 } check_state_t;
 
-typedef struct check {
-    check_state_t *st;  /* [k]: after round k - 1 (sent in round k); [rounds]: the last */
-    check_state_t *in;  /* [k]: received in round k */
-    int rounds, round;
-} check_t;
+/* the header of every check message: the sender's state, and the bytes of
+ * the bulk message it sends beside it this round (0: none) */
+typedef struct check_hdr {
+    check_state_t st;
+    uint64_t bulk;
+} check_hdr_t;
+#define HDR 64 /* payloads start aligned for any dtype */
+_Static_assert(sizeof(check_hdr_t) <= HDR, "the check's header outgrew its place");
+
+typedef struct check_round_info {
+    int recv_op;       /* the header's receive */
+    int peer;
+    uint64_t bulk;     /* bytes of this member's bulk message */
+} check_round_info_t;
+
+struct gcl_check {
+    check_state_t st;  /* merged so far */
+    call_desc_t self;  /* this member's call */
+    char *out, *in;    /* header + payload each */
+    size_t payload;
+    unsigned step0;
+    int rounds, built, round, last;
+    check_round_info_t *ri; /* [rounds] */
+    gcl_check_t *parent;    /* the follow-up's: whose verdict it gives */
+    gcl_status_t verdict;   /* GCL_OK or GCL_ERR_MISMATCH with msg */
+    char msg[256];
+};
 
 static int same_call(const call_desc_t *a, const call_desc_t *b)
 {
-    return a->coll == b->coll && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
-           a->seq == b->seq && a->count == b->count;
+    return a->coll != LOST && a->coll == b->coll && a->dtype == b->dtype && a->op == b->op &&
+           a->root == b->root && a->seq == b->seq && a->count == b->count;
 }
 
 /* Merge two states: ref the lower of the refs; diff the lowest-ranked of
@@ -60,19 +104,18 @@ static const char *op_name(int o)
     return n ? n : "-";
 }
 
-static gcl_status_t check_round(gcl_request_t *r, void *arg)
+/* GCL_ERR_MISMATCH naming the member and the field of f's difference (the
+ * follow-up's final state: every call is there, none LOST) */
+static gcl_status_t mismatch(const gcl_request_t *r, const check_state_t *f)
 {
-    check_t *k = arg;
-    int i = k->round++;
-    k->st[i + 1] = merge(&k->st[i], &k->in[i]);
-    if (k->round < k->rounds)
-        return GCL_OK;
-    const check_state_t *f = &k->st[k->rounds];
-    if (f->diff.rank < 0)
-        return GCL_OK;
     const call_desc_t *d = &f->diff, *z = &f->ref;
     const gcl_comm_t *c = r->comm;
     char field[160];
+    if (d->rank < 0) /* the follow-up found the calls alike: the messages' lengths differed */
+        return gcl_set_error(GCL_ERR_MISMATCH, "gcl_%s (%s) on communicator %u (rank %d of %d): the members "
+                             "called alike at collective #%u but chose different algorithms (are GCL_NO_SHM or "
+                             "GCL_<COLL>_ALGO set differently?); no data moved", r->name, r->algo, c->id,
+                             c->rank, c->size, z->seq);
     if (d->coll != z->coll)
         snprintf(field, sizeof field, "called gcl_%s, rank %d gcl_%s", gcl_coll_name((gcl_coll_t)d->coll), z->rank,
                  gcl_coll_name((gcl_coll_t)z->coll));
@@ -93,39 +136,193 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
                          c->size, z->seq, d->rank, field);
 }
 
-gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a)
+static gcl_check_t *check_new(gcl_request_t *r, const call_desc_t *self, size_t payload, unsigned step0,
+                              gcl_check_t *parent)
 {
-    gcl_comm_t *c = r->comm;
-    int p = c->size, nops = r->nops, rounds = 0;
-    while ((1 << rounds) < p)
-        rounds++;
-    if (r->err || rounds == 0)
-        return r->err;
-    check_t *k = gcl_req_alloc(r, sizeof(check_t) + (size_t)(2 * rounds + 1) * sizeof(check_state_t));
-    if (k == NULL)
-        return r->err;
-    memset(k, 0, sizeof(check_t) + (size_t)(2 * rounds + 1) * sizeof(check_state_t));
-    k->st = (check_state_t *)(k + 1);
-    k->in = k->st + rounds + 1;
+    int rounds = gcl_check_rounds(r->comm);
+    gcl_check_t *k = gcl_req_alloc(r, sizeof(gcl_check_t));
+    char *bufs = gcl_req_alloc(r, 2 * (HDR + payload));
+    check_round_info_t *ri = gcl_req_alloc(r, (size_t)(rounds + 1) * sizeof(*ri));
+    if (r->err)
+        return NULL;
+    memset(k, 0, sizeof(*k));
+    k->self = *self;
+    k->st.ref = *self;
+    k->st.diff.rank = -1;
+    k->out = bufs;
+    k->in = bufs + HDR + payload;
+    memset(k->out, 0, HDR);
+    memcpy(k->out, &k->st, sizeof(k->st));
+    k->payload = payload;
+    k->step0 = step0;
     k->rounds = rounds;
+    k->last = -1;
+    k->parent = parent;
+    k->ri = ri;
+    return k;
+}
+
+gcl_check_t *gcl_check_new(gcl_request_t *r, const gcl_args_t *a, size_t payload)
+{
+    const gcl_comm_t *c = r->comm;
     int red = a->coll == GCL_COLL_ALLREDUCE || a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_REDUCE_SCATTER;
     int rooted = a->coll == GCL_COLL_REDUCE || a->coll == GCL_COLL_BROADCAST;
     int data = a->coll != GCL_COLL_BARRIER;
-    k->st[0].ref = (call_desc_t){.rank = c->rank, .coll = a->coll, .dtype = data ? (int32_t)a->dtype : -1,
-                                 .op = red ? (int32_t)a->op : -1, .root = rooted ? a->root : -1, .seq = r->seq,
-                                 .count = data ? a->count : 0};
-    k->st[0].diff.rank = -1;
-    int prev = -1;
-    for (int i = 0; i < rounds; i++) {
-        int d = 1 << i, to = (c->rank + d) % p, from = (c->rank - d + p) % p;
-        uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, CHECK_STEP + (unsigned)i);
-        int s = gcl_s_send(r, to, 0, &k->st[i], sizeof(check_state_t), prev, -1);
-        int v = gcl_s_recv(r, from, 0, &k->in[i], sizeof(check_state_t), -1, -1);
-        if (s < 0 || v < 0)
-            return r->err;
-        r->ops[s].tag = r->ops[v].tag = tag;
-        prev = gcl_s_call(r, check_round, k, s, v);
+    call_desc_t self = {.rank = c->rank, .coll = (int8_t)a->coll, .dtype = (int8_t)(data ? (int)a->dtype : -1),
+                        .op = (int8_t)(red ? (int)a->op : -1), .root = rooted ? a->root : -1, .seq = r->seq,
+                        .count = data ? a->count : 0};
+    r->check = 0; /* carried */
+    return check_new(r, &self, payload, CHECK_STEP, NULL);
+}
+
+int gcl_check_rounds(const gcl_comm_t *c)
+{
+    int rounds = 0;
+    while ((1 << rounds) < c->size)
+        rounds++;
+    return rounds;
+}
+
+void *gcl_check_out(gcl_check_t *k) { return k->out + HDR; }
+void *gcl_check_in(gcl_check_t *k) { return k->in + HDR; }
+
+/* After round i's send and receive: merge the received header into the
+ * state (a message of another length: the sender's call differs) and put
+ * the state in the next send's header. A partner sending a bulk message
+ * this member does not expect gets an empty one back and its own taken
+ * (so that every message is matched). After the last round, a difference
+ * starts the follow-up (on every member: each ends with one), whose result
+ * the verdict op gives; the follow-up's own last round gives it. Both in a
+ * child request that this op waits for. */
+static gcl_status_t check_round(gcl_request_t *r, void *arg)
+{
+    gcl_check_t *k = arg;
+    int i = k->round++;
+    const check_round_info_t *ri = &k->ri[i];
+    size_t got = gcl_s_received(r, ri->recv_op);
+    uint64_t peer_bulk = 0; /* a longer message (unread) carries a payload, no bulk */
+    if (got >= HDR && got <= HDR + k->payload) {
+        check_hdr_t h;
+        memcpy(&h, k->in, sizeof h);
+        k->st = merge(&k->st, &h.st);
+        peer_bulk = h.bulk;
     }
+    /* another length, or bulk messages not alike: the calls or the
+     * algorithms differ */
+    if (got != HDR + k->payload || peer_bulk != ri->bulk) {
+        check_state_t lost = {.ref = k->st.ref, .diff = k->self};
+        lost.diff.coll = LOST;
+        k->st = merge(&k->st, &lost);
+    }
+    int last = k->round == k->rounds;
+    if (!last) {
+        check_hdr_t h = {.st = k->st, .bulk = k->ri[i + 1].bulk};
+        memcpy(k->out, &h, sizeof h);
+    }
+    if (k->parent) { /* the follow-up (header-only rounds, nothing lost) */
+        if (last) {
+            k->parent->verdict = mismatch(r, &k->st);
+            snprintf(k->parent->msg, sizeof k->parent->msg, "%s", gcl_last_error());
+        }
+        return GCL_OK;
+    }
+    int fix = ri->bulk == 0 && peer_bulk > 0, follow = last && k->st.diff.rank >= 0;
+    if (!fix && !follow)
+        return GCL_OK;
+    /* a child in the same tag space (this call's sequence number) */
+    gcl_comm_t *c = r->comm;
+    gcl_request_t *f = gcl_req_new(c, r->coll, r->name, GCL_SCOPE_DEBUG, r->dtype, r->op);
+    if (f == NULL)
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory for the call check", r->name);
+    c->dbg_seq--; /* not a GCL_DEBUG call */
+    f->seq = r->seq;
+    f->algo = r->algo;
+    if (fix) {
+        static char empty;
+        void *sink = gcl_req_alloc(f, peer_bulk);
+        uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+        int s = gcl_s_send(f, ri->peer, 0, &empty, 0, -1, -1);
+        int v = gcl_s_recv(f, ri->peer, 0, sink, peer_bulk, -1, -1);
+        gcl_s_any_length(f, v);
+        if (s >= 0 && v >= 0)
+            f->ops[s].tag = f->ops[v].tag = tag;
+    }
+    if (follow) {
+        gcl_check_t *fk = check_new(f, &k->self, 0, FOLLOWUP_STEP, k);
+        for (int j = 0, prev = -1; fk && j < fk->rounds; j++)
+            prev = gcl_check_round(f, fk, prev);
+    }
+    if (f->err) {
+        gcl_status_t st = f->err;
+        gcl_req_free(f);
+        return st;
+    }
+    gcl_s_call_continue(r, f);
+    return GCL_OK;
+}
+
+static gcl_status_t check_verdict(gcl_request_t *r, void *arg)
+{
+    const gcl_check_t *k = arg;
+    (void)r;
+    return k->verdict != GCL_OK ? gcl_set_error(k->verdict, "%s", k->msg) : GCL_OK;
+}
+
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
+                         int *send_op, int *recv_op)
+{
+    const gcl_comm_t *c = r->comm;
+    int p = c->size, i = k->built++, d = 1 << i, to, from;
+    if (gcl_is_pow2(p))
+        to = from = c->rank ^ d;
+    else
+        to = (c->rank + d) % p, from = (c->rank - d + p) % p;
+    check_round_info_t *ri = &k->ri[i];
+    ri->peer = from;
+    ri->bulk = bulk;
+    if (i == 0)
+        memcpy(k->out + offsetof(check_hdr_t, bulk), &ri->bulk, sizeof ri->bulk);
+    uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, k->step0 + (unsigned)i);
+    int s = gcl_s_send(r, to, 0, k->out, HDR + k->payload, dep, -1);
+    int v = gcl_s_recv(r, from, 0, k->in, HDR + k->payload, dep, -1);
+    if (s < 0 || v < 0)
+        return -1;
+    r->ops[s].tag = r->ops[v].tag = tag;
+    gcl_s_any_length(r, v);
+    ri->recv_op = v;
+    if (bulk > 0) { /* partners of a butterfly only (check_round answers the one who expects none) */
+        tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+        *send_op = gcl_s_send(r, to, 0, src, bulk, dep, -1);
+        *recv_op = gcl_s_recv(r, from, 0, dst, bulk, dep, -1);
+        if (*send_op < 0 || *recv_op < 0)
+            return -1;
+        r->ops[*send_op].tag = r->ops[*recv_op].tag = tag;
+        gcl_s_any_length(r, *recv_op);
+    }
+    return k->last = gcl_s_call(r, check_round, k, s, v);
+}
+
+int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
+{
+    return gcl_check_round_bulk(r, k, dep, NULL, NULL, 0, NULL, NULL);
+}
+
+int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep)
+{
+    return gcl_s_call(r, check_verdict, k, k->last, dep);
+}
+
+gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a)
+{
+    int nops = r->nops;
+    if (r->err || r->comm->size < 2)
+        return r->err;
+    gcl_check_t *k = gcl_check_new(r, a, 0);
+    int prev = -1;
+    for (int i = 0; k && i < k->rounds; i++)
+        prev = gcl_check_round(r, k, prev);
+    if (k)
+        prev = gcl_check_end(r, k, -1);
     /* the collective's ops start after it */
     for (int i = 0; i < nops && !r->err; i++)
         if (r->ops[i].ndeps == 0)

@@ -115,11 +115,12 @@ static gcl_status_t start(gcl_comm_t *c, const gcl_args_t *a, int internal, size
     if (r == NULL)
         return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_%s: out of memory", gcl_coll_name(a->coll));
     r->algo = gcl_alg_name((gcl_alg_t)alg);
+    /* the network path's call check (check.c), carried by the builder or
+     * added before its ops; the shared-memory path checks in its segment
+     * (shm_check.c), child calls in their parent */
+    r->check = !internal && alg != GCL_ALG_SHM && c->size > 1 && (a->count > 0 || a->coll == GCL_COLL_BARRIER);
     st = build(r, a, (gcl_alg_t)alg);
-    /* the network path's call check (check.c); the shared-memory path
-     * checks in its segment (shm_check.c), child calls in their parent */
-    if (st == GCL_OK && !internal && alg != GCL_ALG_SHM && c->size > 1 &&
-        (a->count > 0 || a->coll == GCL_COLL_BARRIER))
+    if (st == GCL_OK && r->check)
         st = gcl_s_call_check(r, a);
     if (st == GCL_OK && r->err)
         st = r->err;

@@ -109,11 +109,13 @@ typedef struct gcl_args {
 #define GCL_MAX_DEPS 4
 typedef struct gcl_sop {
     uint8_t kind, state;       /* state: 0 waiting, 1 active, 2 done */
+    uint8_t any_length;        /* GOP_RECV: a message of another length completes it (gcl_s_any_length) */
     int peer;                  /* comm rank */
     uint64_t tag;
     void *dst;
     const void *a, *b;
     size_t n;                  /* bytes (send/recv/copy), elements (reduce) */
+    size_t got;                /* GOP_RECV: the message's bytes (gcl_s_received) */
     ipu_treq_t *treq;
     gcl_request_t *sub;
     gcl_shm_op_t *shm_op;      /* GOP_SHM: started (held) when added */
@@ -139,6 +141,8 @@ struct gcl_request {
     int *succ, *ready_comm, *ready_local, *active;
     int nready_comm, nready_local, nactive, ndone;
     int started, err;          /* err: a build error (status) */
+    int check;                 /* the call check is to run; cleared by the builder that carries it (check.c) */
+    int running;               /* the GOP_CALL being run (gcl_s_call_continue) */
     int timed;                 /* bounded by the timeout (test_once in schedule.c) */
     double deadline;           /* set by test_once */
     int waited;                /* tested or waited on yet */
@@ -196,6 +200,15 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 /* A local step: fn(r, arg); an error it returns fails r. */
 int gcl_s_call(gcl_request_t *r, gcl_status_t (*fn)(gcl_request_t *r, void *arg), void *arg, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
+/* The receive op completes on a message of any length (one longer than its
+ * buffer is consumed unread); gcl_s_received then says how long it was
+ * (SIZE_MAX: longer than the buffer by an unknown amount). */
+void gcl_s_any_length(gcl_request_t *r, int op);
+size_t gcl_s_received(const gcl_request_t *r, int op);
+/* From the fn of a GOP_CALL being run: the op completes when child (a
+ * request on r's communicator, built, not started; r owns it) does, failing
+ * r with its error, instead of now. */
+void gcl_s_call_continue(gcl_request_t *r, gcl_request_t *child);
 /* Progress; GCL_OK when complete, GCL_IN_PROGRESS, or an error. */
 gcl_status_t gcl_req_progress(gcl_request_t *r);
 /* One test of r (others: the context's other live requests progressed
@@ -250,13 +263,48 @@ gcl_status_t gcl_p2p_start(int is_send, const void *buf, size_t count, gcl_dtype
  * member's were. */
 gcl_status_t gcl_debug_check(gcl_comm_t *c, const gcl_args_t *a, gcl_status_t local);
 
-/* The call check of a collective on the network path (check.c): before
- * any of r's ops so far starts, the members exchange what they were called
- * with (collective, count, dtype, op, root, sequence number) by
- * dissemination in ceil(log2 size) rounds of one small message, in the
- * GCL_SCOPE_DEBUG scope; where any member's call differs, r fails on every
- * member with GCL_ERR_MISMATCH naming the lowest such rank and the field
- * before any data moved (the communicator stays usable). Returns r->err. */
+/* Call check (check.c): on the network path the members of every
+ * collective exchange what they were called with (collective, count,
+ * dtype, op, root, sequence number) in ceil(log2 size) rounds in the
+ * GCL_SCOPE_DEBUG scope: partner rank ^ 2^i in round i when size is a
+ * power of two, else dissemination (to rank + 2^i, from rank - 2^i). Where
+ * any member's call differs, r fails on every member with GCL_ERR_MISMATCH
+ * naming the lowest such rank and the field, before any data reached the
+ * user's buffers; every message is matched, so the communicator stays
+ * usable. coll.c sets r->check where it is to run; a builder whose messages
+ * follow the rounds' pattern carries it (gcl_check_new, each round's
+ * payload after the header), else coll.c adds it before the collective's
+ * ops (gcl_s_call_check). */
+typedef struct gcl_check gcl_check_t;
+/* The most payload bytes a round carries: beyond, the copies into and out
+ * of the check's areas cost more than a round of the check's own
+ * (bench/results/libgcl-tuning.md). */
+#define GCL_CHECK_CARRY_MAX 8192
+/* The check of r's call a, carrying payload bytes in each round (clears
+ * r->check); NULL after an allocation failure (r->err). */
+gcl_check_t *gcl_check_new(gcl_request_t *r, const gcl_args_t *a, size_t payload);
+int gcl_check_rounds(const gcl_comm_t *c);
+/* The payload areas (payload bytes each, aligned for any dtype): what the
+ * next round sends, and what it received. */
+void *gcl_check_out(gcl_check_t *k);
+void *gcl_check_in(gcl_check_t *k);
+/* Add the next round after op dep: send the header and the out area,
+ * receive into the in area, merge. Returns the merge op; after it the in
+ * area holds the partner's payload (garbage where the calls differ) and
+ * the out area may be rewritten. */
+int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep);
+/* The same, with a message of bulk bytes from src to the partner and from
+ * it into dst beside the header, for payloads too large to copy (size a
+ * power of two: the partner is rank ^ 2^i); *send_op, *recv_op: its ops
+ * (dst is garbage where the calls differ). */
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
+                         int *send_op, int *recv_op);
+/* The verdict after the last round and op dep: fails r where the calls
+ * differ; the payloads may be used after it. Every round's messages must
+ * be among its dependencies (a transfer still in flight when r fails would
+ * be cancelled, which costs the peer's endpoint). */
+int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep);
+/* The check with no payload, before every op of r so far. Returns r->err. */
 gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a);
 
 /* builders, one per collective; alg already decided and applicable */

@@ -183,8 +183,27 @@ static int comm_op(gcl_request_t *r, gcl_op_kind_t kind, int peer, unsigned step
     o->peer = peer;
     o->tag = GCL_TAG(r->scope, r->comm->id, r->seq, step);
     o->dst = (void *)buf;
-    o->n = bytes;
+    o->n = o->got = bytes;
     return i;
+}
+
+void gcl_s_any_length(gcl_request_t *r, int op)
+{
+    if (op >= 0 && !r->err)
+        r->ops[op].any_length = 1;
+}
+
+size_t gcl_s_received(const gcl_request_t *r, int op)
+{
+    return r->ops[op].got;
+}
+
+void gcl_s_call_continue(gcl_request_t *r, gcl_request_t *child)
+{
+    gcl_sop_t *o = &r->ops[r->running];
+    child->is_child = 1;
+    o->sub = child;
+    o->kind = GOP_SUB;
 }
 
 int gcl_s_send(gcl_request_t *r, int peer, unsigned step, const void *buf, size_t bytes, int d0, int d1)
@@ -386,6 +405,11 @@ static gcl_status_t test_op(gcl_request_t *r, int i, int *done)
         ipu_status_t st = ipu_transport_test_len(r->comm->ctx->tp, o->treq, done, &got);
         if (st != IPU_OK || *done)
             o->treq = NULL;
+        if (st == IPU_ERR_MESSAGE_SIZE && o->any_length) {
+            o->got = got;
+            *done = 1;
+            return GCL_OK;
+        }
         if (st == IPU_ERR_MESSAGE_SIZE)
             return size_error(r, o, got);
         if (st != IPU_OK)
@@ -413,8 +437,10 @@ static gcl_status_t run_local(gcl_request_t *r, int i)
 {
     gcl_sop_t *o = &r->ops[i];
     o->state = 1;
-    if (o->kind == GOP_CALL)
+    if (o->kind == GOP_CALL) {
+        r->running = i;
         return o->fn(r, o->dst);
+    }
     if (o->kind == GOP_COPY) {
         if (o->n && o->dst != o->a)
             memmove(o->dst, o->a, o->n);
@@ -481,9 +507,12 @@ gcl_status_t gcl_req_progress(gcl_request_t *r)
         if (r->nready_local) {
             int i = r->ready_local[--r->nready_local];
             gcl_status_t st = run_local(r, i);
+            if (st == GCL_OK && r->ops[i].kind == GOP_SUB) /* continued (gcl_s_call_continue) */
+                st = post(r, i);
             if (st != GCL_OK)
                 return fail(r, st);
-            complete(r, i);
+            if (r->ops[i].kind != GOP_SUB)
+                complete(r, i);
             moved = 1;
         }
         if (!moved)
