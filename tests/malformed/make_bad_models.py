@@ -85,6 +85,10 @@ def main():
 
     add = helper.make_node("Add", ["pixel_values", "hiden_state"], ["y"], name="add0")
     save(case(out, "dangling_input"), model([add]))
+    # a newline in a name (found by tests/fuzz/fuzz_model): the message
+    # must stay one line
+    add = helper.make_node("Add", ["pixel_values", "hidden\nstate"], ["y"], name="add0")
+    save(case(out, "newline_in_name"), model([add]))
 
     # [1, 3] x [5, 4]: found by shape inference, which must name the file
     mm = helper.make_node("MatMul", ["pixel_values", "w5x4"], ["y"], name="mm_bad")
