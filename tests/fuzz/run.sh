@@ -44,24 +44,26 @@ done
 cases=${IPU_FUZZ_CASES:-$top_builddir/../build/tests/conformance/cache}
 rm -rf "$fz/seeds"
 mkdir -p "$fz/seeds/fuzz_model" "$fz/seeds/fuzz_tensor"
-# seed DIR PATTERN...: copy the files of DIR matching a name pattern, up to
-# 64 KiB, named by their content (duplicates collapse)
+# seed TARGET DIR PATTERN...: copy the files under DIR matching a name
+# pattern, up to 64 KiB, named by their content (duplicates collapse); one
+# process, not one per file
 seed() {
-    dst=$fz/seeds/$1; src=$2; shift 2
-    for pat in "$@"; do
-        find "$src" -type f -name "$pat" -size -65k
-    done | while IFS= read -r f; do
-        cp "$f" "$dst/$(cksum <"$f" | tr ' ' '-')"
-    done
+    [ -d "$2" ] || return 0
+    "$PYTHON_REF" - "$fz/seeds/$1" "$@" <<'PY'
+import fnmatch, hashlib, os, sys
+dst, src, pats = sys.argv[1], sys.argv[3], sys.argv[4:]
+for root, _, names in os.walk(src):
+    for n in names:
+        p = os.path.join(root, n)
+        if any(fnmatch.fnmatch(n, q) for q in pats) and os.path.getsize(p) <= 65536:
+            b = open(p, "rb").read()
+            open(os.path.join(dst, hashlib.sha1(b).hexdigest()), "wb").write(b)
+PY
 }
 seed fuzz_model "$W" '*.onnx'
 seed fuzz_tensor "$W" '*.pb' '*.npy'
-if [ -d "$cases/node" ]; then
-    seed fuzz_model "$cases/node" '*.onnx'
-    seed fuzz_tensor "$cases/node" '*.pb'
-fi
-# the malformed cases that came from fuzzing (tests/malformed/fuzz/)
-seed fuzz_model "$top_srcdir/tests/malformed/fuzz" '*.onnx'
+seed fuzz_model "$cases/node" '*.onnx'
+seed fuzz_tensor "$cases/node" '*.pb'
 
 # --- runs --------------------------------------------------------------
 status=0
