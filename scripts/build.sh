@@ -11,4 +11,4 @@ mkdir -p "$build"
 cd "$build"
 [ -f Makefile ] || "$top/configure" ${IPU_CONFIGURE_FLAGS:-} >/dev/null
 make -j"$(nproc)" ${BUILD_TARGET:-} >/dev/null
-echo "build: done ($build/ipu-exec)"
+echo "build: done ($build${BUILD_TARGET:+: make $BUILD_TARGET})"
