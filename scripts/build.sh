@@ -1,6 +1,7 @@
 #!/bin/sh
 # Configure (once) and build ipu-exec out of tree, in build/ (or $BUILD_DIR).
-# Extra configure flags: IPU_CONFIGURE_FLAGS.
+# Extra configure flags: IPU_CONFIGURE_FLAGS; the make target (default all):
+# BUILD_TARGET.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
@@ -9,5 +10,5 @@ cd "$top"
 mkdir -p "$build"
 cd "$build"
 [ -f Makefile ] || "$top/configure" ${IPU_CONFIGURE_FLAGS:-} >/dev/null
-make -j"$(nproc)" >/dev/null
-echo "build: done ($build/ipu-exec)"
+make -j"$(nproc)" ${BUILD_TARGET:-} >/dev/null
+echo "build: done ($build${BUILD_TARGET:+: make $BUILD_TARGET})"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The test suite: build in build/, run make check (unit, model, conformance
 # and malformed-input tests), then build in build-asan/ with
-# -fsanitize=address,undefined and run the unit tests again. --full runs
+# -fsanitize=address,undefined and run the unit tests again, then build the
+# libFuzzer targets with clang in build-fuzz/ and run each for 30 s
+# (tests/fuzz/run.sh; seeded from build/'s conformance cases). --full runs
 # make check-full instead of make check (the exhaustive products too; see
 # README.md). Ends with each test's wall time, slowest first.
 set -eu
@@ -28,7 +30,15 @@ BUILD_DIR="$top/build-asan" IPU_CONFIGURE_FLAGS="--enable-werror --enable-saniti
   || asan=1
 stage "build-asan" "$t"; t=$(date +%s)
 [ "$asan" -eq 0 ] && ( cd build-asan && make -j"$(nproc)" check-unit ) || status=1
-stage "build-asan: make check-unit" "$t"
+stage "build-asan: make check-unit" "$t"; t=$(date +%s)
+fuzz=0
+BUILD_DIR="$top/build-fuzz" BUILD_TARGET=fuzzers \
+  IPU_CONFIGURE_FLAGS="CC=clang --enable-werror --enable-fuzzers" scripts/build.sh || fuzz=1
+stage "build-fuzz" "$t"; t=$(date +%s)
+[ "$fuzz" -eq 0 ] && top_builddir="$top/build-fuzz" IPU_FUZZ_CASES="$top/build/tests/conformance/cache" \
+  tests/fuzz/run.sh 30 || fuzz=1
+stage "build-fuzz: tests/fuzz/run.sh 30" "$t"
+[ "$fuzz" -eq 0 ] || status=1
 # the end of each failed test's log, so a CI failure can be read from the
 # CI output alone
 for trs in build/tests/*/*.trs build-asan/tests/*/*.trs; do
@@ -56,6 +66,8 @@ for log in build/test-suite.log build-asan/test-suite.log; do
   e=$(sed -n 's/^# ERROR: *//p' "$log"); s=$(sed -n 's/^# SKIP: *//p' "$log")
   passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0})); skipped=$((skipped + ${s:-0}))
 done
+# the fuzz stage counts as one test
+if [ "$fuzz" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 [ "$failed" -eq 0 ] || status=1
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

@@ -37,7 +37,20 @@ ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    memcpy(last_error, msg, sizeof(msg));
+    /* names come from the files read (a node named "a\nb"): control bytes
+     * are written as \xNN, so the message stays one line */
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < sizeof(last_error); p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            last_error[o++] = (char)*p;
+        } else if (o + 4 < sizeof(last_error)) {
+            snprintf(last_error + o, 5, "\\x%02x", *p);
+            o += 4;
+        } else {
+            break;
+        }
+    }
+    last_error[o] = '\0';
     return status;
 }
 

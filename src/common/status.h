@@ -28,7 +28,9 @@ const char *ipu_status_string(ipu_status_t status);
  * The message is kept per thread until the next call; it is written once,
  * where the error is detected, and printed once, by the command line tool.
  * Usage: return ipu_error(IPU_ERR_IO, "%s: %s", path, strerror(errno));
- * An argument may be ipu_error_message() (to put context before it). */
+ * An argument may be ipu_error_message() (to put context before it). The
+ * message is one line: a control byte in it (a newline in a name read from
+ * a model file) is recorded as \xNN. */
 ipu_status_t ipu_error(ipu_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

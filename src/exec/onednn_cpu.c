@@ -109,6 +109,14 @@ const char *ipu_dnn_isa(void)
     return isa_name(dnnl_get_effective_cpu_isa());
 }
 
+/* Features gcc 12's __builtin_cpu_supports knows and clang 14's does not
+ * (the fuzz build compiles this file with clang): absent there. */
+#if defined(__clang__)
+#define CPU_SUPPORTS_NEW(feature) 0
+#else
+#define CPU_SUPPORTS_NEW(feature) __builtin_cpu_supports(feature)
+#endif
+
 /* Whether this CPU (and its OS) has instruction set isa, by the CPU
  * features oneDNN asks for it (its cpu_isa_traits: mayiuse()). */
 static int cpu_has(dnnl_cpu_isa_t isa)
@@ -122,7 +130,7 @@ static int cpu_has(dnnl_cpu_isa_t isa)
     case dnnl_cpu_isa_sse41: return __builtin_cpu_supports("sse4.1");
     case dnnl_cpu_isa_avx: return __builtin_cpu_supports("avx");
     case dnnl_cpu_isa_avx2: return __builtin_cpu_supports("avx2");
-    case dnnl_cpu_isa_avx2_vnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case dnnl_cpu_isa_avx2_vnni: return __builtin_cpu_supports("avx2") && CPU_SUPPORTS_NEW("avxvnni");
     case dnnl_cpu_isa_avx512_mic: return mic;
     case dnnl_cpu_isa_avx512_mic_4ops:
         return mic && __builtin_cpu_supports("avx5124fmaps") && __builtin_cpu_supports("avx5124vnniw");
@@ -132,8 +140,8 @@ static int cpu_has(dnnl_cpu_isa_t isa)
         return core && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
     case dnnl_cpu_isa_avx512_core_amx:
         return core && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
-               __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
-               __builtin_cpu_supports("amx-bf16");
+               CPU_SUPPORTS_NEW("amx-tile") && CPU_SUPPORTS_NEW("amx-int8") &&
+               CPU_SUPPORTS_NEW("amx-bf16");
     default: return 0;
     }
 }

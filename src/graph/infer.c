@@ -8,9 +8,18 @@
 #include "graph/load.h"
 #include "graph/op.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Folded outputs up to this size are computed here, on the host; a bigger
+ * one (ConstantOfShape of a huge shape) is left to run with its stage, where
+ * the IPU's memory bounds it, rather than allocated and zeroed here. */
+#define FOLD_MAX_BYTES ((uint64_t)1 << 30)
+/* No tensor may be larger (its element count and byte size fit int64_t and
+ * size_t with room to spare, whatever the shape arithmetic does with them). */
+#define TENSOR_MAX_BYTES ((uint64_t)1 << 52)
 
 ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup)
 {
@@ -35,6 +44,37 @@ ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup)
     return ipu_error(IPU_ERR_UNSUPPORTED,
                      "%d unsupported node%s (op-opset): %s; see docs/ops.md for the supported operators",
                      missing, missing > 1 ? "s" : "", list);
+}
+
+/* v's size in bytes, or UINT64_MAX when it is over TENSOR_MAX_BYTES. */
+static uint64_t value_bytes(const ipu_value_t *v)
+{
+    uint64_t b = ipu_dtype_size(v->dtype);
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0 || __builtin_mul_overflow(b, (uint64_t)v->dims[d], &b) || b > TENSOR_MAX_BYTES)
+            return UINT64_MAX;
+    return b;
+}
+
+/* An error when v is too big for any tensor; what: "graph input", "output". */
+static ipu_status_t check_size(const ipu_value_t *v, const char *what)
+{
+    char shape[256];
+    if (value_bytes(v) <= TENSOR_MAX_BYTES)
+        return IPU_OK;
+    ipu_tensor_t t = {.dtype = v->dtype, .rank = v->rank};
+    memcpy(t.dims, v->dims, sizeof(int64_t) * (size_t)v->rank);
+    return ipu_error(IPU_ERR_SHAPE, "%s '%s' of shape %s is over %llu TiB, more than any memory; "
+                     "check the shape", what, v->name, ipu_tensor_describe(&t, shape, sizeof(shape)),
+                     (unsigned long long)(TENSOR_MAX_BYTES >> 40));
+}
+
+static int outputs_foldable(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && value_bytes(&g->values[n->outputs[k]]) > FOLD_MAX_BYTES)
+            return 0;
+    return 1;
 }
 
 static int all_inputs_const(const ipu_graph_t *g, const ipu_node_t *n)
@@ -162,6 +202,8 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
                 return ipu_error(IPU_ERR_INPUT, "graph input '%s' dimension %d is symbolic (%s); "
                                  "give a concrete input tensor", v->name, d,
                                  v->dim_param[d] ? v->dim_param[d] : "unknown");
+        if (check_size(v, "graph input") != IPU_OK)
+            return IPU_ERR_INPUT;
     }
     /* forget what an earlier inference folded (the input shapes may differ) */
     for (int v = 0; v < g->n_values; v++) {
@@ -196,9 +238,19 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
         }
         for (int k = 0; k < n->n_outputs; k++) {
             const ipu_value_t *v = ipu_node_output(g, n, k);
-            if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED))
-                return ipu_op_error(IPU_ERR_INTERNAL, n, "output '%s' shape not inferred",
-                                    v->name);
+            /* infer() sets every output the op has: one left is past them
+             * (MatMul given two outputs) or an optional one not computed */
+            if (v && (v->rank < 0 || v->dtype == IPU_DTYPE_UNDEFINED)) {
+                ipu_status_t e = ipu_op_error(IPU_ERR_INVALID_MODEL, n, "output #%d '%s' is not produced: "
+                                              "%s-%d has fewer outputs, or ipu-exec does not compute that "
+                                              "optional output; remove it from the node",
+                                              k, v->name, n->op_type, n->opset);
+                return g->src_path ? ipu_error_prefix(e, g->src_path) : e;
+            }
+            if (v && check_size(v, "output") != IPU_OK) {
+                ipu_status_t e = ipu_op_error(IPU_ERR_SHAPE, n, "%s", ipu_error_message());
+                return g->src_path ? ipu_error_prefix(e, g->src_path) : e;
+            }
         }
         if (all_outputs_const(g, n)) { /* infer() computed them (Shape, Size) */
             for (int k = 0; k < n->n_outputs; k++)
@@ -206,7 +258,7 @@ ipu_status_t ipu_graph_infer(ipu_graph_t *g)
                     g->values[n->outputs[k]].flags |= IPU_VALUE_FOLDED;
             n->folded = 1;
         }
-        else if (all_inputs_const(g, n) && (st = fold_node(g, n)) != IPU_OK)
+        else if (all_inputs_const(g, n) && outputs_foldable(g, n) && (st = fold_node(g, n)) != IPU_OK)
             return st;
     }
     return IPU_OK;

@@ -91,8 +91,13 @@ ipu_status_t ipu_graph_bind_ops(ipu_graph_t *g, ipu_op_lookup_fn lookup);
 /* Infer dtypes/shapes of every value in topological order and fold
  * constants: a node whose inputs are all constant is run now (op->run on
  * malloc'd outputs), its outputs become IPU_VALUE_FOLDED constants and the
- * node is marked folded. Graph inputs must have concrete shapes (set them from
- * the user's tensors first). Requires ipu_graph_toposort() and bind_ops(). */
+ * node is marked folded; not when an output is over 1 GiB (the node then
+ * runs with its stage). Graph inputs must have concrete shapes (set them from
+ * the user's tensors first). Requires ipu_graph_toposort() and bind_ops().
+ * Errors: the ops' infer() errors (model file named); IPU_ERR_INPUT for a
+ * graph input without a concrete shape or over 4 PiB; IPU_ERR_INVALID_MODEL
+ * for a node output the op does not produce; IPU_ERR_SHAPE for an output
+ * over 4 PiB; a fold's error. */
 ipu_status_t ipu_graph_infer(ipu_graph_t *g);
 
 /* Helpers for op implementations (graph/op.c) -------------------------- */

@@ -85,10 +85,27 @@ def main():
 
     add = helper.make_node("Add", ["pixel_values", "hiden_state"], ["y"], name="add0")
     save(case(out, "dangling_input"), model([add]))
+    # a newline in a name (found by tests/fuzz/fuzz_model): the message
+    # must stay one line
+    add = helper.make_node("Add", ["pixel_values", "hidden\nstate"], ["y"], name="add0")
+    save(case(out, "newline_in_name"), model([add]))
 
     # [1, 3] x [5, 4]: found by shape inference, which must name the file
     mm = helper.make_node("MatMul", ["pixel_values", "w5x4"], ["y"], name="mm_bad")
     save(case(out, "inner_dims"), model([mm], [numpy_helper.from_array(np.ones((5, 4), np.float32), "w5x4")]))
+
+    # a second output MatMul does not have (found by tests/fuzz/fuzz_model)
+    mm2 = helper.make_node("MatMul", ["pixel_values", "w3x2"], ["y", "mm_extra"], name="mm_two")
+    save(case(out, "extra_output"), model([mm2], [numpy_helper.from_array(np.ones((3, 2), np.float32), "w3x2")]))
+
+    # shapes from the fuzzer (tests/fuzz/fuzz_model): a constant of 2^63
+    # elements, and one of 64 GiB, which is not folded on the host (the
+    # stage has it, and the IPU's memory refuses it)
+    for name, dims in (("huge_shape", [1 << 21] * 3), ("huge_fold", [1 << 16, 1 << 16, 4])):
+        shape = numpy_helper.from_array(np.array(dims, np.int64), "big_shape")
+        cos = helper.make_node("ConstantOfShape", ["big_shape"], ["big"], name="fill")
+        save(case(out, name), model(relu() + [cos], [shape], outputs=[Y, helper.make_tensor_value_info(
+            "big", TensorProto.FLOAT, None)]))
 
     n1 = helper.make_node("Add", ["pixel_values", "c"], ["a"], name="loop_a")
     n2 = helper.make_node("Relu", ["a"], ["c"], name="loop_b")
