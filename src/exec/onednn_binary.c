@@ -10,17 +10,6 @@ static const dnnl_alg_kind_t binary_alg[] = {
     [IPU_DNN_BINARY_DIV] = dnnl_binary_div,
 };
 
-/* Whether md describes a tensor of dims (rank r). */
-static int same_dims(const dnnl_memory_desc_t *md, int r, const int64_t *dims)
-{
-    if (md->ndims != r)
-        return 0;
-    for (int i = 0; i < r; i++)
-        if (md->dims[i] != dims[i])
-            return 0;
-    return 1;
-}
-
 /* B (dims b) described in the dim order of A's layout a (dense, no inner
  * blocks), where that addresses B's elements as ours does: oneDNN's
  * kernels run faster with both operands in one order. Else B as ours. */
@@ -76,7 +65,7 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
         goto out;
     DNN_TRY(dnn_md_of(&as, &src), "describing A");
     dst = src;
-    src_prim = like && same_dims(&like->dst_md, d->rank, d->a) ? like->dst_md : src;
+    src_prim = like && dnn_same_dims(&like->dst_md, d->rank, d->a) ? like->dst_md : src;
     if (!dnnl_memory_desc_equal(&src_prim, &src) &&
         (src_prim.format_kind != dnnl_blocked || src_prim.format_desc.blocking.inner_nblks > 0 ||
          nb == na)) {

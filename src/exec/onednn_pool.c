@@ -8,17 +8,6 @@ static const dnnl_alg_kind_t pool_alg[] = {
     [IPU_DNN_POOL_AVG_EXCLUDE_PAD] = dnnl_pooling_avg_exclude_padding,
 };
 
-/* Whether md describes a tensor of dims (rank r). */
-static int same_dims(const dnnl_memory_desc_t *md, int r, const dnnl_dims_t dims)
-{
-    if (md->ndims != r)
-        return 0;
-    for (int i = 0; i < r; i++)
-        if (md->dims[i] != dims[i])
-            return 0;
-    return 1;
-}
-
 ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, const ipu_dnn_t *like,
                           ipu_dnn_t **out)
 {
@@ -53,7 +42,7 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
             "describing Y");
     /* unchained, X as it is: oneDNN's pooling of our layout runs as fast as
      * of its own, with no reorder */
-    src_prim = like && same_dims(&like->dst_md, nd + 2, sdims) ? like->dst_md : src;
+    src_prim = like && dnn_same_dims(&like->dst_md, nd + 2, sdims) ? like->dst_md : src;
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, pool_alg[d->alg],
                                               &src_prim, &dst_any, strides, kernel, dil, pl, pr),
