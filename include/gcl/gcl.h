@@ -144,7 +144,9 @@ typedef struct gcl_oob {
  *  mpi.h). MPI must be initialised; libgcl duplicates the communicator for
  *  its bootstrap and leaves the caller's alone. Collective. params may be
  *  NULL. Errors: GCL_ERR_TRANSPORT (UCX could not start; the message says
- *  why), GCL_ERR_NO_MEMORY, GCL_ERR_INVALID_ARG. */
+ *  why), GCL_ERR_NO_MEMORY, GCL_ERR_INVALID_ARG, GCL_ERR_MISMATCH (on every
+ *  rank: the GCL_* variables that choose how collectives run differ between
+ *  ranks; the message names one and a rank). */
 gcl_status_t gcl_init_mpi(const void *mpi_comm, const gcl_init_params_t *params, gcl_comm_t **world);
 /** The same from an out-of-band allgather, without MPI. */
 gcl_status_t gcl_init_oob(const gcl_oob_t *oob, const gcl_init_params_t *params, gcl_comm_t **world);
@@ -256,9 +258,9 @@ typedef enum {
 
 /** The algorithm libgcl would use for coll on comm with `bytes` of data
  *  (the whole array: count * dtype size, times the size for reduce_scatter
- *  input / allgather output): a constant string such as "ring",
- *  "recursive_doubling", "rabenseifner", "knomial", "pairwise",
- *  "hierarchical", "shm". GCL_<COLL>_ALGO=name (e.g. GCL_ALLREDUCE_ALGO=ring)
+ *  input / allgather output / alltoall input): a constant string such as
+ *  "ring", "recursive_doubling", "rabenseifner", "knomial", "pairwise",
+ *  "hierarchical", "dissemination", "shm". GCL_<COLL>_ALGO=name (e.g. GCL_ALLREDUCE_ALGO=ring)
  *  forces one. "?" for a NULL comm or an unknown coll. */
 const char *gcl_algorithm(const gcl_comm_t *comm, gcl_coll_t coll, size_t bytes);
 

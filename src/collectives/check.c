@@ -57,6 +57,7 @@ _Static_assert(sizeof(check_hdr_t) <= HDR, "the check's header outgrew its place
 typedef struct check_round_info {
     int recv_op;       /* the header's receive */
     int peer;
+    size_t len;        /* payload bytes expected after the received header */
     uint64_t bulk;     /* bytes of this member's bulk message */
 } check_round_info_t;
 
@@ -183,6 +184,15 @@ int gcl_check_rounds(const gcl_comm_t *c)
     return rounds;
 }
 
+void gcl_check_peers(const gcl_comm_t *c, int i, int *to, int *from)
+{
+    int p = c->size, d = 1 << i;
+    if (gcl_is_pow2(p))
+        *to = *from = c->rank ^ d;
+    else
+        *to = (c->rank + d) % p, *from = (c->rank - d + p) % p;
+}
+
 void *gcl_check_out(gcl_check_t *k) { return k->out + HDR; }
 void *gcl_check_in(gcl_check_t *k) { return k->in + HDR; }
 
@@ -209,7 +219,7 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
     }
     /* another length, or bulk messages not alike: the calls or the
      * algorithms differ */
-    if (got != HDR + k->payload || peer_bulk != ri->bulk) {
+    if (got != HDR + ri->len || peer_bulk != ri->bulk) {
         check_state_t lost = {.ref = k->st.ref, .diff = k->self};
         lost.diff.coll = LOST;
         k->st = merge(&k->st, &lost);
@@ -268,22 +278,22 @@ static gcl_status_t check_verdict(gcl_request_t *r, void *arg)
     return k->verdict != GCL_OK ? gcl_set_error(k->verdict, "%s", k->msg) : GCL_OK;
 }
 
-int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
-                         int *send_op, int *recv_op)
+/* Round i: the header and send_n payload bytes to the partner, from it the
+ * header and (expected) recv_n; a bulk message beside them where bulk > 0. */
+static int round_add(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, size_t recv_n, const void *src,
+                     void *dst, size_t bulk, int *send_op, int *recv_op)
 {
     const gcl_comm_t *c = r->comm;
-    int p = c->size, i = k->built++, d = 1 << i, to, from;
-    if (gcl_is_pow2(p))
-        to = from = c->rank ^ d;
-    else
-        to = (c->rank + d) % p, from = (c->rank - d + p) % p;
+    int i = k->built++, to, from;
+    gcl_check_peers(c, i, &to, &from);
     check_round_info_t *ri = &k->ri[i];
     ri->peer = from;
+    ri->len = recv_n;
     ri->bulk = bulk;
     if (i == 0)
         memcpy(k->out + offsetof(check_hdr_t, bulk), &ri->bulk, sizeof ri->bulk);
     uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, k->step0 + (unsigned)i);
-    int s = gcl_s_send(r, to, 0, k->out, HDR + k->payload, dep, -1);
+    int s = gcl_s_send(r, to, 0, k->out, HDR + send_n, dep, -1);
     int v = gcl_s_recv(r, from, 0, k->in, HDR + k->payload, dep, -1);
     if (s < 0 || v < 0)
         return -1;
@@ -302,9 +312,20 @@ int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *
     return k->last = gcl_s_call(r, check_round, k, s, v);
 }
 
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
+                         int *send_op, int *recv_op)
+{
+    return round_add(r, k, dep, k->payload, k->payload, src, dst, bulk, send_op, recv_op);
+}
+
 int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
 {
-    return gcl_check_round_bulk(r, k, dep, NULL, NULL, 0, NULL, NULL);
+    return round_add(r, k, dep, k->payload, k->payload, NULL, NULL, 0, NULL, NULL);
+}
+
+int gcl_check_round_n(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, size_t recv_n)
+{
+    return round_add(r, k, dep, send_n, recv_n, NULL, NULL, 0, NULL, NULL);
 }
 
 int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep)

@@ -69,6 +69,8 @@ static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
         return build_trivial(r, a);
     if (alg == GCL_ALG_SHM)
         return gcl_shm_build(r, a);
+    if (alg == GCL_ALG_DISSEMINATION && a->coll != GCL_COLL_BARRIER)
+        return gcl_carried_build(r, a);
     switch (a->coll) {
     case GCL_COLL_ALLREDUCE:      return gcl_allreduce_build(r, a, alg);
     case GCL_COLL_REDUCE:         return gcl_reduce_build(r, a, alg);

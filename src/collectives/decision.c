@@ -33,14 +33,16 @@ static const char *const alg_names[GCL_ALG_COUNT] = {
 };
 
 /* the algorithms of each collective, -1 terminated */
-static const int coll_algs[GCL_COLL_COUNT][6] = {
+static const int coll_algs[GCL_COLL_COUNT][7] = {
     [GCL_COLL_ALLREDUCE] = {GCL_ALG_RECURSIVE_DOUBLING, GCL_ALG_RABENSEIFNER, GCL_ALG_RING,
-                            GCL_ALG_HIERARCHICAL, GCL_ALG_SHM, -1},
-    [GCL_COLL_REDUCE] = {GCL_ALG_KNOMIAL, GCL_ALG_RS_GATHER, GCL_ALG_SHM, -1},
-    [GCL_COLL_REDUCE_SCATTER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_HALVING, GCL_ALG_PAIRWISE, GCL_ALG_SHM, -1},
-    [GCL_COLL_ALLGATHER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_DOUBLING, GCL_ALG_BRUCK, GCL_ALG_SHM, -1},
-    [GCL_COLL_BROADCAST] = {GCL_ALG_KNOMIAL, GCL_ALG_SCATTER_ALLGATHER, GCL_ALG_SHM, -1},
-    [GCL_COLL_ALLTOALL] = {GCL_ALG_PAIRWISE, -1},
+                            GCL_ALG_HIERARCHICAL, GCL_ALG_DISSEMINATION, GCL_ALG_SHM, -1},
+    [GCL_COLL_REDUCE] = {GCL_ALG_KNOMIAL, GCL_ALG_RS_GATHER, GCL_ALG_DISSEMINATION, GCL_ALG_SHM, -1},
+    [GCL_COLL_REDUCE_SCATTER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_HALVING, GCL_ALG_PAIRWISE, GCL_ALG_DISSEMINATION,
+                                 GCL_ALG_SHM, -1},
+    [GCL_COLL_ALLGATHER] = {GCL_ALG_RING, GCL_ALG_RECURSIVE_DOUBLING, GCL_ALG_BRUCK, GCL_ALG_DISSEMINATION,
+                            GCL_ALG_SHM, -1},
+    [GCL_COLL_BROADCAST] = {GCL_ALG_KNOMIAL, GCL_ALG_SCATTER_ALLGATHER, GCL_ALG_DISSEMINATION, GCL_ALG_SHM, -1},
+    [GCL_COLL_ALLTOALL] = {GCL_ALG_PAIRWISE, GCL_ALG_DISSEMINATION, -1},
     [GCL_COLL_BARRIER] = {GCL_ALG_DISSEMINATION, GCL_ALG_SHM, -1},
 };
 
@@ -84,9 +86,15 @@ int gcl_shm_possible(const gcl_comm_t *c)
     return c->nhosts == 1 && c->size > 1 && c->shm_state >= 0 && !c->ctx->no_shm;
 }
 
-static int applicable(const gcl_comm_t *c, gcl_coll_t coll, gcl_alg_t a)
+/* A forced "dissemination" (carried.c) gathers every member's input to
+ * every member: up to this many bytes of it, beyond which it falls back. */
+#define CARRIED_FORCED_MAX ((size_t)1 << 30)
+
+static int applicable(const gcl_comm_t *c, gcl_coll_t coll, gcl_alg_t a, size_t bytes)
 {
     switch (a) {
+    case GCL_ALG_DISSEMINATION:
+        return gcl_carried_bytes(c, coll, bytes) <= CARRIED_FORCED_MAX;
     case GCL_ALG_SHM:
         return gcl_shm_possible(c);
     case GCL_ALG_HIERARCHICAL:
@@ -104,11 +112,19 @@ static int applicable(const gcl_comm_t *c, gcl_coll_t coll, gcl_alg_t a)
 static gcl_alg_t table(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
 {
     int p = c->size, shm = gcl_shm_possible(c), pow2 = gcl_is_pow2(p);
+    /* small calls off shared memory: their data in the call check's rounds
+     * (carried.c) rather than a round of the check's own before the
+     * algorithm's messages; a power-of-two allreduce carries it in
+     * recursive doubling, whose messages do not grow with p */
+    int carried = !shm && coll != GCL_COLL_BARRIER && gcl_carried_bytes(c, coll, bytes) <= GCL_CHECK_CARRY_MAX &&
+                  !(coll == GCL_COLL_ALLREDUCE && (pow2 || applicable(c, coll, GCL_ALG_HIERARCHICAL, bytes)));
+    if (carried)
+        return GCL_ALG_DISSEMINATION;
     switch (coll) {
     case GCL_COLL_ALLREDUCE:
         if (shm)
             return GCL_ALG_SHM;
-        if (applicable(c, coll, GCL_ALG_HIERARCHICAL))
+        if (applicable(c, coll, GCL_ALG_HIERARCHICAL, bytes))
             return GCL_ALG_HIERARCHICAL;
         /* 2 ranks: one exchange (recursive doubling) against the ring's two
          * rounds for the same bytes; over UCX/TCP (libgcl's only transport
@@ -152,7 +168,7 @@ gcl_alg_t gcl_decide(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes)
 {
     int f = c->ctx->forced[coll];
     if (f >= 0) {
-        if (applicable(c, coll, (gcl_alg_t)f))
+        if (applicable(c, coll, (gcl_alg_t)f, bytes))
             return (gcl_alg_t)f;
         gcl_log(c, GCL_LOG_INFO, "%s=%s does not apply here; using the table",
                 ipu_setting_def(settings[coll])->name, alg_names[f]);

@@ -284,6 +284,9 @@ typedef struct gcl_check gcl_check_t;
  * r->check); NULL after an allocation failure (r->err). */
 gcl_check_t *gcl_check_new(gcl_request_t *r, const gcl_args_t *a, size_t payload);
 int gcl_check_rounds(const gcl_comm_t *c);
+/* Round i's partners: the member this one sends to and the one it
+ * receives from (the same one when size is a power of two). */
+void gcl_check_peers(const gcl_comm_t *c, int i, int *to, int *from);
 /* The payload areas (payload bytes each, aligned for any dtype): what the
  * next round sends, and what it received. */
 void *gcl_check_out(gcl_check_t *k);
@@ -299,6 +302,10 @@ int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep);
  * (dst is garbage where the calls differ). */
 int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
                          int *send_op, int *recv_op);
+/* The same with payloads of their own lengths this round: send_n bytes of
+ * the out area go, recv_n are expected (both at most the payload given to
+ * gcl_check_new; a message of another length means the calls differ). */
+int gcl_check_round_n(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, size_t recv_n);
 /* The verdict after the last round and op dep: fails r where the calls
  * differ; the payloads may be used after it. Every round's messages must
  * be among its dependencies (a transfer still in flight when r fails would
@@ -306,6 +313,14 @@ int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *
 int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep);
 /* The check with no payload, before every op of r so far. Returns r->err. */
 gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a);
+
+/* Small calls of every collective but the barrier carried by the call
+ * check's rounds (carried.c, the "dissemination" algorithm): the bytes of
+ * the area every member gathers for a call of the given bytes (the whole
+ * array, as gcl_decide takes it; SIZE_MAX where that overflows), and the
+ * builder. */
+size_t gcl_carried_bytes(const gcl_comm_t *c, gcl_coll_t coll, size_t bytes);
+gcl_status_t gcl_carried_build(gcl_request_t *r, const gcl_args_t *a);
 
 /* builders, one per collective; alg already decided and applicable */
 gcl_status_t gcl_allreduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg);

@@ -7,6 +7,7 @@
 #include "common/settings.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,6 +102,71 @@ static void ctx_free(gcl_ctx_t *ctx)
     free(ctx);
 }
 
+/* The settings that choose the collectives' algorithms and messages, which
+ * every rank must share: gathered once at init, before the shared-memory
+ * set-up (which depends on them), so that ranks set up differently fail
+ * there, on every rank, naming the setting and the ranks, instead of
+ * waiting for each other's other messages later. */
+typedef struct shared_settings {
+    int32_t no_shm, debug, topo_ppn, forced[GCL_COLL_COUNT];
+    uint64_t seg_bytes;
+} shared_settings_t;
+
+static void forced_text(int f, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", f < 0 ? "auto" : gcl_alg_name((gcl_alg_t)f));
+}
+
+/* The first setting in which b differs from a, with both values (a and b
+ * differ somewhere). */
+static const char *first_difference(const shared_settings_t *a, const shared_settings_t *b, char *va, char *vb,
+                                    size_t len)
+{
+    for (int i = 0; i < GCL_COLL_COUNT; i++)
+        if (a->forced[i] != b->forced[i]) {
+            forced_text(a->forced[i], va, len);
+            forced_text(b->forced[i], vb, len);
+            return ipu_setting_def((ipu_setting_id_t)(IPU_SET_GCL_ALLREDUCE_ALGO + i))->name;
+        }
+    ipu_setting_id_t id = a->no_shm != b->no_shm ? IPU_SET_GCL_NO_SHM
+                        : a->debug != b->debug   ? IPU_SET_GCL_DEBUG
+                        : a->topo_ppn != b->topo_ppn ? IPU_SET_GCL_TOPO_PPN : IPU_SET_GCL_SEGMENT_BYTES;
+    long long x = id == IPU_SET_GCL_NO_SHM ? a->no_shm : id == IPU_SET_GCL_DEBUG ? a->debug
+                : id == IPU_SET_GCL_TOPO_PPN ? a->topo_ppn : (long long)a->seg_bytes;
+    long long y = id == IPU_SET_GCL_NO_SHM ? b->no_shm : id == IPU_SET_GCL_DEBUG ? b->debug
+                : id == IPU_SET_GCL_TOPO_PPN ? b->topo_ppn : (long long)b->seg_bytes;
+    snprintf(va, len, "%lld", x);
+    snprintf(vb, len, "%lld", y);
+    return ipu_setting_def(id)->name;
+}
+
+static gcl_status_t agree_settings(gcl_comm_t *c)
+{
+    gcl_ctx_t *ctx = c->ctx;
+    shared_settings_t me, *all = calloc((size_t)c->size, sizeof(*all));
+    if (all == NULL)
+        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_init: out of memory");
+    memset(&me, 0, sizeof me);
+    int ppn = 0;
+    ipu_setting_int(IPU_SET_GCL_TOPO_PPN, &ppn);
+    me.no_shm = ctx->no_shm;
+    me.debug = ctx->debug;
+    me.topo_ppn = ppn;
+    for (int i = 0; i < GCL_COLL_COUNT; i++)
+        me.forced[i] = ctx->forced[i];
+    me.seg_bytes = ctx->seg_bytes;
+    gcl_status_t st = gcl_comm_allgather_internal(c, GCL_SCOPE_INTERNAL, &me, all, sizeof me);
+    for (int j = 1; st == GCL_OK && j < c->size; j++)
+        if (memcmp(&all[0], &all[j], sizeof me) != 0) {
+            char v0[32], vj[32];
+            const char *name = first_difference(&all[0], &all[j], v0, vj, sizeof v0);
+            st = gcl_set_error(GCL_ERR_MISMATCH, "gcl_init: %s is %s on rank %d but %s on rank 0: set it alike "
+                               "on every rank (it chooses how the collectives run)", name, vj, j, v0);
+        }
+    free(all);
+    return st;
+}
+
 static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params, gcl_comm_t **world)
 {
     ctx->rank = ipu_transport_rank(ctx->tp);
@@ -137,6 +203,8 @@ static gcl_status_t init_common(gcl_ctx_t *ctx, const gcl_init_params_t *params,
     c->timeout_s = ctx->timeout_s;
     (void)params;
     st = gcl_comm_topology(c);
+    if (st == GCL_OK)
+        st = agree_settings(c);
     if (st != GCL_OK) {
         destroy_world(c);
         return st;

@@ -35,12 +35,22 @@ static const struct {
     {GCL_COLL_ALLGATHER, "shm"},
     {GCL_COLL_BROADCAST, "knomial"}, {GCL_COLL_BROADCAST, "scatter_allgather"}, {GCL_COLL_BROADCAST, "shm"},
     {GCL_COLL_ALLTOALL, "pairwise"},
+    {GCL_COLL_ALLREDUCE, "dissemination"}, {GCL_COLL_REDUCE, "dissemination"},
+    {GCL_COLL_REDUCE_SCATTER, "dissemination"}, {GCL_COLL_ALLGATHER, "dissemination"},
+    {GCL_COLL_BROADCAST, "dissemination"}, {GCL_COLL_ALLTOALL, "dissemination"},
     {GCL_COLL_BARRIER, "dissemination"}, {GCL_COLL_BARRIER, "shm"},
 };
 
-static int applies(gcl_coll_t coll, const char *name)
+/* whether the forced algorithm runs a call of bytes (the whole array, as
+ * gcl_algorithm takes it) */
+static int applies(gcl_coll_t coll, const char *name, size_t bytes)
 {
     int pow2 = (size & (size - 1)) == 0;
+    /* dissemination gathers every member's input to every member (the
+     * input alone for allgather and broadcast), up to 1 GiB */
+    if (!strcmp(name, "dissemination") && coll != GCL_COLL_BARRIER)
+        return (coll == GCL_COLL_ALLGATHER || coll == GCL_COLL_BROADCAST ? bytes : bytes * (size_t)size) <=
+               ((size_t)1 << 30);
     if (!strcmp(name, "shm"))
         return size > 1 && getenv("GCL_NO_SHM") == NULL;
     if (!strcmp(name, "hierarchical"))
@@ -55,8 +65,8 @@ static void run_forced(gcl_comm_t *w, gcl_coll_t coll, const char *name, int big
     static const struct { gcl_dtype_t dt; gcl_op_t op; } PAIRS[] = {
         {GCL_FLOAT32, GCL_SUM}, {GCL_BFLOAT16, GCL_AVG}, {GCL_INT32, GCL_MAX}, {GCL_FLOAT64, GCL_PROD}};
     size_t counts[] = {0, 1, 7, (size_t)size - 1, (size_t)size + 1, 100003};
-    if (applies(coll, name))
-        for (size_t b = 0; b <= (1u << 28); b = b ? b << 2 : 1) {
+    for (size_t b = 0; b <= (1u << 28); b = b ? b << 2 : 1)
+        if (applies(coll, name, b)) {
             const char *got = gcl_algorithm(w, coll, b);
             CHECK(got && !strcmp(got, name), "%s=%s: gcl_algorithm(%zu bytes) says %s", ENV[coll], name, b,
                   got ? got : "NULL");

@@ -14,18 +14,21 @@
 #include <string.h>
 
 enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_BIG_COLL, AC_BIG_SMALL, AC_BARRIER,
-       AC_CASES };
-/* The network path's check rides in small allreduces' messages and beside
- * a 2-member large one's (check.c): the cases mix these with each other and
- * with calls checked in rounds of their own. */
+       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_CASES };
+/* The network path's check rides in small calls' messages (recursive
+ * doubling's, carried.c's) and beside a 2-member large allreduce's
+ * (check.c): the cases mix these with each other and with calls checked in
+ * rounds of their own (a 16 KiB broadcast against a 4 KiB one). */
 static const char *const AC_NAME[AC_CASES] = {
     "allreduce, count 64 vs 65", "allreduce vs broadcast", "allreduce, float32 vs int32",
     "allreduce, 1 M vs 1 M + 1000 floats", "allreduce, sum vs max", "broadcast, another root",
     "iallreduce + gcl_wait, another count", "allreduce vs broadcast, 1 M floats", "allreduce, 1 M vs 64 floats",
-    "allreduce vs barrier"};
+    "allreduce vs barrier", "allgather, count 16 vs 17", "reduce, another root",
+    "reduce_scatter, float32 vs int32", "broadcast, 1024 vs 4096 floats"};
 /* what the message must name */
 static const char *const AC_FIELD[AC_CASES] = {"count", "gcl_broadcast", "dtype", "count", "op", "root",
-                                               "count", "gcl_broadcast", "count", "gcl_barrier"};
+                                               "count", "gcl_broadcast", "count", "gcl_barrier", "count", "root",
+                                               "dtype", "count"};
 #define BIG ((size_t)1 << 20)
 
 static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
@@ -44,6 +47,10 @@ static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
         return odd ? gcl_broadcast(x, BIG, GCL_FLOAT32, 0, comm) : gcl_allreduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, comm);
     case AC_BIG_SMALL: return gcl_allreduce(x, y, odd ? 64 : BIG, GCL_FLOAT32, GCL_SUM, comm);
     case AC_BARRIER:   return odd ? gcl_barrier(comm) : gcl_allreduce(x, y, 64, GCL_FLOAT32, GCL_SUM, comm);
+    case AC_AG_COUNT:  return gcl_allgather(x, y, 16 + (size_t)odd, GCL_FLOAT32, comm);
+    case AC_REDUCE_ROOT: return gcl_reduce(x, y, 64, GCL_FLOAT32, GCL_SUM, odd, comm);
+    case AC_RS_DTYPE:  return gcl_reduce_scatter(x, y, 16, odd ? GCL_INT32 : GCL_FLOAT32, GCL_SUM, comm);
+    case AC_BCAST_SIZES: return gcl_broadcast(x, odd ? 4096 : 1024, GCL_FLOAT32, 0, comm);
     default:
         st = gcl_iallreduce(x, y, 64 + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
         return st == GCL_OK ? gcl_wait(&req) : st;
@@ -117,44 +124,43 @@ static void run_world(int no_shm)
     gcl_finalize(w);
 }
 
-/* Alike calls, but the last rank forces another algorithm
- * (GCL_ALLREDUCE_ALGO=ring at its init) where the others' allreduce carries
- * the network path's check (a power of two: recursive doubling up to 8 KiB;
- * 2 members: 4 MiB): the messages differ from the first round, and every
- * rank must get GCL_ERR_MISMATCH saying so, in bounded time, not a hang or
- * a wrong sum. */
-static void run_other_algorithm(void)
+/* Ranks set up differently: the last one sets a variable that chooses
+ * how the collectives run (GCL_ALLREDUCE_ALGO=ring, GCL_NO_SHM=1,
+ * GCL_SEGMENT_BYTES) where the others do not. gcl_init_mpi must fail on
+ * every rank with GCL_ERR_MISMATCH naming the variable and the rank, in
+ * bounded time, not leave them to hang or to mismatch on their first
+ * collective; and an init with alike settings afterwards works. */
+static void run_set_up_differently(void)
 {
+    static const char *const VARS[][2] = {
+        {"GCL_ALLREDUCE_ALGO", "ring"}, {"GCL_NO_SHM", "1"}, {"GCL_SEGMENT_BYTES", "8192"}};
     int odd = rank == size - 1;
-    setenv("GCL_NO_SHM", "1", 1);
-    if (odd)
-        setenv("GCL_ALLREDUCE_ALGO", "ring", 1);
     MPI_Comm mc = MPI_COMM_WORLD;
-    gcl_comm_t *w = NULL;
-    gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
-    unsetenv("GCL_NO_SHM");
-    unsetenv("GCL_ALLREDUCE_ALGO");
-    if (!gok(st, "gcl_init_mpi, the last rank forcing the ring"))
-        return;
-    gok(gcl_comm_set_timeout(w, 20), "gcl_comm_set_timeout");
-    float *x = calloc(BIG, sizeof(float)), *y = calloc(BIG, sizeof(float));
-    const size_t counts[] = {64, BIG};
-    for (int i = 0; i < (size == 2 ? 2 : 1); i++) {
-        char what[160];
-        snprintf(what, sizeof what, "allreduce of %zu floats, the last rank forcing the ring (network path)",
-                 counts[i]);
+    for (size_t v = 0; v < sizeof VARS / sizeof VARS[0]; v++) {
+        char what[160], want[64];
+        snprintf(what, sizeof what, "gcl_init_mpi with %s=%s on rank %d only", VARS[v][0], VARS[v][1], size - 1);
+        snprintf(want, sizeof want, "on rank %d", size - 1);
+        if (odd)
+            setenv(VARS[v][0], VARS[v][1], 1);
+        gcl_comm_t *w = NULL;
         double t0 = now_s();
-        st = gcl_allreduce(x, y, counts[i], GCL_FLOAT32, GCL_SUM, w);
+        gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
         double el = now_s() - t0;
+        unsetenv(VARS[v][0]);
         if (gexpect(st, GCL_ERR_MISMATCH, what))
-            CHECK(strstr(gcl_last_error(), "algorithms") != NULL, "%s: the message does not say why: %s", what,
-                  gcl_last_error());
+            CHECK(strstr(gcl_last_error(), VARS[v][0]) && strstr(gcl_last_error(), want),
+                  "%s: the message does not name the variable and the rank: %s", what, gcl_last_error());
+        CHECK(w == NULL, "%s: failed but set *world", what);
         CHECK(el < 15, "%s: returned after %.3f s", what, el);
+        if (w)
+            gcl_finalize(w);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    free(x);
-    free(y);
-    gcl_finalize(w);
+    gcl_comm_t *w = NULL;
+    if (gok(gcl_init_mpi(&mc, NULL, &w), "gcl_init_mpi alike after the refused ones")) {
+        gok(sum_after(w, "the world made after the refused ones"), "the world made after the refused ones");
+        gcl_finalize(w);
+    }
 }
 
 void suite_mismatch_checked(void)
@@ -163,6 +169,5 @@ void suite_mismatch_checked(void)
         return;
     run_world(0);
     run_world(1);
-    if ((size & (size - 1)) == 0)
-        run_other_algorithm();
+    run_set_up_differently();
 }
