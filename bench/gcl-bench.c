@@ -1,12 +1,14 @@
 /* gcl-bench: libgcl against MPI, OSU style (osu_allreduce etc.), one run.
  *
  *   mpirun -np N bench/gcl-bench [-c COLL] [-m MIN:MAX] [-i ITERS] [-x WARMUP]
- *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-v]
+ *                                [-d DTYPE] [-o OP] [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-l] [-v]
  *
- *  -c  allreduce (default), reduce_scatter, allgather, broadcast
+ *  -c  allreduce (default), reduce_scatter, allgather, broadcast, reduce,
+ *      alltoall
  *  -m  message sizes in bytes, MIN:MAX doubling (default 8:268435456); the
  *      size is the whole array as in nccl-tests: the allreduce/broadcast
- *      buffer, the reduce_scatter input, the allgather output
+ *      buffer, the reduce_scatter input, the allgather output, the reduce
+ *      buffer, the alltoall input
  *  -i  timed iterations per size (default 1000), -x warm-up calls (default
  *      20); both are cut for large messages so that the measurements of a
  *      size take about -t seconds (default 1.0, shared by the rounds), but
@@ -18,18 +20,22 @@
  *      memory, which libgcl's allreduce reads and writes directly on one
  *      host (gcl.h); default: malloc
  *  -n  libgcl only (no MPI column)
+ *  -l  per-call latency, OSU style: a barrier before every timed call, whose
+ *      own time is summed (the default times a loop of back-to-back calls,
+ *      in which a rooted call's root may run ahead of the others)
  *  -v  every round's times on stderr (to see the machine's slow states)
  *
  * -r rounds, each over every size: a barrier, warm-up, the timed loop for
  * libgcl, then the same for the MPI counterpart (MPI_Allreduce,
- * MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast from root 0) on the
+ * MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast and MPI_Reduce to and
+ * from root 0, MPI_Alltoall) on the
  * same buffers, each loop taking about -t / -r seconds. Alternating loops,
  * and rounds spread over the whole run, expose both sides to the same
  * machine noise (a shared VM's neighbours come and go within seconds); the
  * table is printed at the end. Reported: the median over rounds of the average
  * time per call (max over ranks); algbw = bytes / time; busbw =
- * algbw x 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter, allgather), 1
- * (broadcast) as nccl-tests; the libgcl/MPI busbw ratio; and a check that
+ * algbw x 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter, allgather,
+ * alltoall), 1 (broadcast, reduce) as nccl-tests; the libgcl/MPI busbw ratio; and a check that
  * libgcl's result equals MPI's bit for bit (the inputs are small integers,
  * so every summation order gives the same sum). Exit status 1 if a check
  * failed. */
@@ -43,12 +49,13 @@
 #include "gcl/gcl.h"
 #include "collectives/types.h"
 
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BROADCAST, C_COUNT };
-static const char *const CNAME[C_COUNT] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BROADCAST, C_REDUCE, C_ALLTOALL, C_COUNT };
+static const char *const CNAME[C_COUNT] = {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
+                                           "alltoall"};
 static const char *const CENV[C_COUNT] = {"GCL_ALLREDUCE_ALGO", "GCL_REDUCE_SCATTER_ALGO", "GCL_ALLGATHER_ALGO",
-                                          "GCL_BROADCAST_ALGO"};
+                                          "GCL_BROADCAST_ALGO", "GCL_REDUCE_ALGO", "GCL_ALLTOALL_ALGO"};
 static const gcl_coll_t CGCL[C_COUNT] = {GCL_COLL_ALLREDUCE, GCL_COLL_REDUCE_SCATTER, GCL_COLL_ALLGATHER,
-                                         GCL_COLL_BROADCAST};
+                                         GCL_COLL_BROADCAST, GCL_COLL_REDUCE, GCL_COLL_ALLTOALL};
 
 static int rank, size;
 
@@ -134,6 +141,8 @@ static int gcl_once(const job_t *j)
     case C_ALLREDUCE:      st = gcl_allreduce(j->send, j->recv, j->count, j->dt, j->op, j->gc); break;
     case C_REDUCE_SCATTER: st = gcl_reduce_scatter(j->send, j->recv, j->count, j->dt, j->op, j->gc); break;
     case C_ALLGATHER:      st = gcl_allgather(j->send, j->recv, j->count, j->dt, j->gc); break;
+    case C_REDUCE:         st = gcl_reduce(j->send, j->recv, j->count, j->dt, j->op, 0, j->gc); break;
+    case C_ALLTOALL:       st = gcl_alltoall(j->send, j->recv, j->count, j->dt, j->gc); break;
     default:               st = gcl_broadcast(j->recv, j->count, j->dt, 0, j->gc); break;
     }
     if (st != GCL_OK) {
@@ -154,6 +163,10 @@ static int mpi_once(const job_t *j)
         return MPI_Reduce_scatter_block(j->send, j->recv, n, mpi_type(j->dt), mpi_op(j->op), MPI_COMM_WORLD);
     case C_ALLGATHER:
         return MPI_Allgather(j->send, b, MPI_BYTE, j->recv, b, MPI_BYTE, MPI_COMM_WORLD);
+    case C_REDUCE:
+        return MPI_Reduce(j->send, j->recv, n, mpi_type(j->dt), mpi_op(j->op), 0, MPI_COMM_WORLD);
+    case C_ALLTOALL:
+        return MPI_Alltoall(j->send, b, MPI_BYTE, j->recv, b, MPI_BYTE, MPI_COMM_WORLD);
     default:
         return MPI_Bcast(j->recv, b, MPI_BYTE, 0, MPI_COMM_WORLD);
     }
@@ -162,6 +175,8 @@ static int mpi_once(const job_t *j)
 /* Average seconds per call, max over ranks: warm-up, a barrier, the timed
  * loop. The counts are cut (the same on every rank) so that the measurement
  * takes about `budget` seconds. */
+static int lat_mode; /* -l */
+
 static double measure(int (*once)(const job_t *), const job_t *j, int iters, int warm, double budget)
 {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -180,10 +195,21 @@ static double measure(int (*once)(const job_t *), const job_t *j, int iters, int
     for (int i = 0; i < warm; i++)
         once(j);
     MPI_Barrier(MPI_COMM_WORLD);
-    t = MPI_Wtime();
-    for (int i = 0; i < iters; i++)
-        once(j);
-    t = (MPI_Wtime() - t) / iters;
+    if (lat_mode) {
+        t = 0;
+        for (int i = 0; i < iters; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            once(j);
+            t += MPI_Wtime() - t0;
+        }
+        t /= iters;
+    } else {
+        t = MPI_Wtime();
+        for (int i = 0; i < iters; i++)
+            once(j);
+        t = (MPI_Wtime() - t) / iters;
+    }
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
 }
@@ -204,9 +230,9 @@ static double median(double *v, int n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gcl-bench [-c allreduce|reduce_scatter|allgather|broadcast] [-m MIN:MAX] [-i ITERS]\n"
-                    "                 [-x WARMUP] [-d f32|f64|f16|bf16|i8|u8|i32|i64] [-o sum|prod|min|max|avg]\n"
-                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-v]\n");
+    fprintf(stderr, "usage: gcl-bench [-c allreduce|reduce_scatter|allgather|broadcast|reduce|alltoall]\n"
+                    "                 [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d f32|f64|f16|bf16|i8|u8|i32|i64] [-o sum|prod|min|max|avg]\n"
+                    "                 [-a ALGO] [-t SECONDS] [-r ROUNDS] [-R] [-n] [-l] [-v]\n");
 }
 
 static void human(char *s, size_t n, size_t b)
@@ -251,7 +277,7 @@ int main(int argc, char **argv)
     size_t lo = 8, hi = 256u << 20;
     double budget = 1.0;
     const char *algo = NULL;
-    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:Rnvh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:m:i:x:d:o:a:t:r:Rnlvh")) != -1) {
         int k;
         switch (opt) {
         case 'c': if ((coll = lookup(optarg, CNAME, C_COUNT)) < 0) { usage(); return 2; } break;
@@ -265,6 +291,7 @@ int main(int argc, char **argv)
         case 'r': rounds = atoi(optarg); break;
         case 'R': reg = 1; break;
         case 'n': no_mpi = 1; break;
+        case 'l': lat_mode = 1; break;
         case 'v': trace = 1; break;
         default: usage(); return opt == 'h' ? 0 : 2;
         }
@@ -285,17 +312,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: gcl_init_mpi: %s: %s\n", rank, gcl_status_string(st), gcl_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    int reduction = coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER;
+    int reduction = coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER || coll == C_REDUCE;
     if (reduction && (mpi_type(dt) == MPI_DATATYPE_NULL || mpi_op(op) == MPI_OP_NULL))
         no_mpi = 1;   /* MPI has no float16/bfloat16 or AVG */
     int exact = op != GCL_PROD && op != GCL_AVG;
     double factor = coll == C_ALLREDUCE ? 2.0 * (size - 1) / size
-                  : coll == C_BROADCAST ? 1.0 : (double)(size - 1) / size;
+                  : coll == C_BROADCAST || coll == C_REDUCE ? 1.0 : (double)(size - 1) / size;
     size_t es = gcl_dtype_size(dt);
-    int per_rank = coll == C_REDUCE_SCATTER || coll == C_ALLGATHER;  /* count is a block of the array */
+    /* count is a block of the array */
+    int per_rank = coll == C_REDUCE_SCATTER || coll == C_ALLGATHER || coll == C_ALLTOALL;
     size_t maxcount = hi / es / (per_rank ? (size_t)size : 1);
-    size_t in_elems = coll == C_REDUCE_SCATTER ? maxcount * (size_t)size : maxcount;
-    size_t out_elems = coll == C_ALLGATHER ? maxcount * (size_t)size : maxcount;
+    size_t in_elems = coll == C_REDUCE_SCATTER || coll == C_ALLTOALL ? maxcount * (size_t)size : maxcount;
+    size_t out_elems = coll == C_ALLGATHER || coll == C_ALLTOALL ? maxcount * (size_t)size : maxcount;
     char *send = buffer(gc, reg, in_elems * es + 64), *recv = buffer(gc, reg, out_elems * es + 64),
          *ref = no_mpi ? NULL : buffer(gc, reg, out_elems * es + 64);
     fill(send, in_elems, dt);
@@ -311,9 +339,10 @@ int main(int argc, char **argv)
         printf("# gcl-bench %s %s %s, %d ranks, libgcl %s vs %s (pml %s)%s\n", CNAME[coll], gcl_dtype_info(dt)->name,
                reduction ? gcl_op_name(op) : "", size, gcl_version_string(), lib, pml ? pml : "default",
                reg ? ", buffers from gcl_mem_alloc" : "");
-        printf("# time: median over %d alternating rounds of the average per call, max over ranks; busbw", rounds);
+        printf("# time: median over %d alternating rounds of the average per call%s, max over ranks; busbw", rounds,
+               lat_mode ? " (a barrier before each)" : "");
         printf(" = algbw x %s%s\n",
-               coll == C_ALLREDUCE ? "2(n-1)/n" : coll == C_BROADCAST ? "1" : "(n-1)/n",
+               coll == C_ALLREDUCE ? "2(n-1)/n" : coll == C_BROADCAST || coll == C_REDUCE ? "1" : "(n-1)/n",
                algo ? "; algorithm forced" : "");
         printf("| %10s | %-18s | %10s | %9s | %9s | %10s | %9s | %9s | %6s | %5s |\n", "size", "libgcl algorithm",
                "libgcl us", "algbw GB/s", "busbw GB/s", "MPI us", "algbw GB/s", "busbw GB/s", "ratio", "check");
@@ -352,8 +381,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "round %d, %zu elements: libgcl %.2f us, MPI %.2f us\n", r, counts[k],
                         tgr[k][r] * 1e6, tmr[k][r] * 1e6);
             if (!no_mpi) {
-                size_t outb = counts[k] * es * (coll == C_ALLGATHER ? (size_t)size : 1);
-                int mine = !exact || memcmp(recv, ref, outb) == 0, all;
+                size_t outb = counts[k] * es * (coll == C_ALLGATHER || coll == C_ALLTOALL ? (size_t)size : 1);
+                int mine = !exact || (coll == C_REDUCE && rank != 0) || memcmp(recv, ref, outb) == 0, all;
                 MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
                 okk[k] &= all;
             }
