@@ -344,9 +344,5 @@ gcl_status_t gcl_s_call_check(gcl_request_t *r, const gcl_args_t *a)
         prev = gcl_check_round(r, k, prev);
     if (k)
         prev = gcl_check_end(r, k, -1);
-    /* the collective's ops start after it */
-    for (int i = 0; i < nops && !r->err; i++)
-        if (r->ops[i].ndeps == 0)
-            gcl_s_dep(r, i, prev);
-    return r->err;
+    return gcl_s_first_of(r, nops, prev);
 }

@@ -119,11 +119,20 @@ static gcl_status_t start(gcl_comm_t *c, const gcl_args_t *a, int internal, size
     r->algo = gcl_alg_name((gcl_alg_t)alg);
     /* the network path's call check (check.c), carried by the builder or
      * added before its ops; the shared-memory path checks in its segment
-     * (shm_check.c), child calls in their parent */
-    r->check = !internal && alg != GCL_ALG_SHM && c->size > 1 && (a->count > 0 || a->coll == GCL_COLL_BARRIER);
+     * (shm_check.c), child calls in their parent. An alltoall (always on
+     * the network path) on a communicator with a segment puts its call word
+     * there before its messages instead: checked against every member's
+     * call on the segment, whatever collective that is. */
+    int word = !internal && a->coll == GCL_COLL_ALLTOALL && c->size > 1 && a->count > 0 && c->shm_state > 0;
+    r->check = !internal && !word && alg != GCL_ALG_SHM && c->size > 1 &&
+               (a->count > 0 || a->coll == GCL_COLL_BARRIER);
     st = build(r, a, (gcl_alg_t)alg);
     if (st == GCL_OK && r->check)
         st = gcl_s_call_check(r, a);
+    if (st == GCL_OK && word) {
+        int w = gcl_s_shm(r, a, -1, -1);
+        st = gcl_s_first_of(r, r->nops, w);
+    }
     if (st == GCL_OK && r->err)
         st = r->err;
     if (st != GCL_OK) {

@@ -200,6 +200,9 @@ int gcl_s_shm(gcl_request_t *r, const gcl_args_t *a, int d0, int d1);
 /* A local step: fn(r, arg); an error it returns fails r. */
 int gcl_s_call(gcl_request_t *r, gcl_status_t (*fn)(gcl_request_t *r, void *arg), void *arg, int d0, int d1);
 void gcl_s_dep(gcl_request_t *r, int op, int dep);
+/* Every op of r among the first n without a dependency starts after op
+ * first (a check that must come before them). Returns r->err. */
+gcl_status_t gcl_s_first_of(gcl_request_t *r, int n, int first);
 /* The receive op completes on a message of any length (one longer than its
  * buffer is consumed unread); gcl_s_received then says how long it was
  * (SIZE_MAX: longer than the buffer by an unknown amount). */

@@ -158,6 +158,14 @@ static int add(gcl_request_t *r, gcl_op_kind_t kind, int d0, int d1)
     return i;
 }
 
+gcl_status_t gcl_s_first_of(gcl_request_t *r, int n, int first)
+{
+    for (int i = 0; i < n && !r->err; i++)
+        if (i != first && r->ops[i].ndeps == 0)
+            gcl_s_dep(r, i, first);
+    return r->err;
+}
+
 void gcl_s_dep(gcl_request_t *r, int op, int dep)
 {
     if (op < 0 || dep < 0 || r->err)

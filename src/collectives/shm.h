@@ -47,6 +47,12 @@ gcl_status_t gcl_shm_allgather_start(gcl_shm_t *shm, const void *send, void *rec
 gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *shm, void *buf, size_t count, gcl_dtype_t dtype,
                                      int root, gcl_shm_op_t **out);
 gcl_status_t gcl_shm_barrier_start(gcl_shm_t *shm, gcl_shm_op_t **out);
+/* An alltoall's call word alone, checked against the other members' like
+ * every op's (a barrier): an alltoall moves its data on the network path,
+ * and this puts it in the segment's order of calls, so that one member's
+ * alltoall against another's collective on the segment is a mismatch, not a
+ * wait. */
+gcl_status_t gcl_shm_alltoall_word_start(gcl_shm_t *shm, size_t count, gcl_dtype_t dtype, gcl_shm_op_t **out);
 
 /* Registered memory (gcl_mem_alloc in gcl.h; shm_mem.h): collective over
  * the members, bytes > 0; errors as gcl_shm_regions_alloc. An allreduce

@@ -343,6 +343,7 @@ static int bc_step(gcl_shm_op_t *o)
 
 /* --------------------------------------------------------------- barrier */
 
+/* the barrier, and the call word of an alltoall (K_ALLTOALL) */
 static int ba_step(gcl_shm_op_t *o)
 {
     if (o->k_in == 0) {
@@ -544,6 +545,22 @@ gcl_status_t gcl_shm_broadcast_start(gcl_shm_t *s, void *b, size_t count, gcl_dt
         nseg = (count + o->seg - 1) / o->seg;
     }
     return shm_op_post(o, nseg, out);
+}
+
+gcl_status_t gcl_shm_alltoall_word_start(gcl_shm_t *s, size_t count, gcl_dtype_t dt, gcl_shm_op_t **out)
+{
+    gcl_shm_op_t *o;
+    gcl_status_t st = shm_op_new(s, K_ALLTOALL, "alltoall", out, &o);
+    if (st != GCL_OK)
+        return st;
+    if ((st = check_common(s, "alltoall", count, dt, -1, -1)) != GCL_OK) {
+        shm_op_release(o);
+        return st;
+    }
+    o->count = count;
+    o->dt = dt;
+    o->root = -1;
+    return shm_op_post(o, s->size > 1 && count > 0, out);
 }
 
 gcl_status_t gcl_shm_barrier_start(gcl_shm_t *s, gcl_shm_op_t **out)

@@ -22,8 +22,6 @@
 
 _Static_assert(K_COUNT <= 8 && GCL_DTYPE_COUNT <= 32 && GCL_OP_COUNT < 15, "a call word holds the fields");
 
-static const char *const kind_name[K_COUNT] = {"allreduce", "reduce", "reduce_scatter",
-                                               "allgather", "broadcast", "barrier"};
 
 static uint64_t shm_call_word(const gcl_shm_op_t *o)
 {
@@ -69,8 +67,8 @@ static void describe(gcl_shm_op_t *o, int j, uint64_t w)
     uint64_t m = o->word;
     char f[160];
     if (W_KIND(w) != W_KIND(m))
-        snprintf(f, sizeof f, "called gcl_%s, this rank gcl_%s", kind_name[W_KIND(w) % K_COUNT],
-                 kind_name[W_KIND(m)]);
+        snprintf(f, sizeof f, "called gcl_%s, this rank gcl_%s", shm_kind_name(W_KIND(w)),
+                 shm_kind_name(W_KIND(m)));
     else if (W_COUNT(w) != W_COUNT(m) && o->count <= COUNT_MASK && W_COUNT(w) <= COUNT_MASK)
         snprintf(f, sizeof f, "passed count %llu, this rank count %zu", (unsigned long long)W_COUNT(w),
                  o->count);

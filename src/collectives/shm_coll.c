@@ -28,6 +28,8 @@ gcl_status_t gcl_shm_start_args(gcl_shm_t *shm, const gcl_args_t *a, gcl_shm_op_
         return gcl_shm_broadcast_start(shm, a->recv, a->count, a->dtype, a->root, op);
     case GCL_COLL_BARRIER:
         return gcl_shm_barrier_start(shm, op);
+    case GCL_COLL_ALLTOALL: /* the call word alone (coll.c) */
+        return gcl_shm_alltoall_word_start(shm, a->count, a->dtype, op);
     default:
         return GCL_ERR_INVALID_ARG;
     }

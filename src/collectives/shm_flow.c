@@ -61,8 +61,12 @@ gcl_status_t shm_op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
     return GCL_OK;
 }
 
-static const char *const kind_name[K_COUNT] = {"allreduce", "reduce", "reduce_scatter",
-                                               "allgather", "broadcast", "barrier"};
+const char *shm_kind_name(int kind)
+{
+    static const char *const name[K_COUNT] = {"allreduce", "reduce", "reduce_scatter", "allgather",
+                                              "broadcast", "barrier", "alltoall"};
+    return kind >= 0 && kind < K_COUNT ? name[kind] : "?";
+}
 
 gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
 {
@@ -73,7 +77,7 @@ gcl_status_t gcl_shm_progress(gcl_shm_op_t *op)
         gcl_shm_op_t *h = s->head;
         if (s->broken) {
             op->done = 1;
-            op->status = shm_broken_error(s, kind_name[op->kind]);
+            op->status = shm_broken_error(s, shm_kind_name(op->kind));
             break;
         }
         if (h->held)

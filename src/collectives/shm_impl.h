@@ -146,7 +146,10 @@ typedef struct {
                               * error of its own (gcl_shm_abandon); 0: none */
 } header_t;
 
-enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER, K_COUNT };
+/* op kinds; K_ALLTOALL is the call word of an alltoall alone (its data goes
+ * on the network path), waited for as a barrier */
+enum { K_ALLREDUCE, K_REDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST, K_BARRIER, K_ALLTOALL, K_COUNT };
+const char *shm_kind_name(int kind);
 
 /* Streaming stores into staging, chosen per op by measurement (stage_nt_*
  * below): per (kind, size class) the moving average of seconds per byte
