@@ -118,7 +118,7 @@ static gcl_status_t ar_exchange_checked(gcl_request_t *r, const gcl_args_t *a)
         return r->err;
     const void *src = a->send == GCL_IN_PLACE ? a->recv : a->send;
     int s = -1, v = -1;
-    gcl_check_round_bulk(r, k, -1, src, tmp, bytes, &s, &v);
+    gcl_check_round_bulk(r, k, -1, src, bytes, tmp, bytes, &s, &v);
     int end = gcl_check_end(r, k, v);
     gcl_s_dep(r, end, s);
     gcl_s_reduce(r, a->recv, src, tmp, a->count, end, -1);

@@ -45,11 +45,12 @@ typedef struct check_state {
     call_desc_t ref, diff;
 } check_state_t;
 
-/* the header of every check message: the sender's state, and the bytes of
- * the bulk message it sends beside it this round (0: none) */
+/* the header of every check message: the sender's state, the bytes of the
+ * bulk message it sends beside it this round and of the one it expects
+ * (0: none) */
 typedef struct check_hdr {
     check_state_t st;
-    uint64_t bulk;
+    uint64_t bulk, expect;
 } check_hdr_t;
 #define HDR 64 /* payloads start aligned for any dtype */
 _Static_assert(sizeof(check_hdr_t) <= HDR, "the check's header outgrew its place");
@@ -59,6 +60,7 @@ typedef struct check_round_info {
     int peer;
     size_t len;        /* payload bytes expected after the received header */
     uint64_t bulk;     /* bytes of this member's bulk message */
+    uint64_t expect;   /* bytes of the partner's it expects */
 } check_round_info_t;
 
 struct gcl_check {
@@ -198,9 +200,9 @@ void *gcl_check_in(gcl_check_t *k) { return k->in + HDR; }
 
 /* After round i's send and receive: merge the received header into the
  * state (a message of another length: the sender's call differs) and put
- * the state in the next send's header. A partner sending a bulk message
- * this member does not expect gets an empty one back and its own taken
- * (so that every message is matched). After the last round, a difference
+ * the state in the next send's header. A partner's bulk message this
+ * member does not expect is taken, and a partner expecting one this member
+ * does not send gets an empty one (so that every message is matched). After the last round, a difference
  * starts the follow-up (on every member: each ends with one), whose result
  * the verdict op gives; the follow-up's own last round gives it. Both in a
  * child request that this op waits for. */
@@ -210,23 +212,24 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
     int i = k->round++;
     const check_round_info_t *ri = &k->ri[i];
     size_t got = gcl_s_received(r, ri->recv_op);
-    uint64_t peer_bulk = 0; /* a longer message (unread) carries a payload, no bulk */
+    uint64_t peer_bulk = 0, peer_expect = 0; /* a longer message (unread) carries a payload, no bulk */
     if (got >= HDR && got <= HDR + k->payload) {
         check_hdr_t h;
         memcpy(&h, k->in, sizeof h);
         k->st = merge(&k->st, &h.st);
         peer_bulk = h.bulk;
+        peer_expect = h.expect;
     }
-    /* another length, or bulk messages not alike: the calls or the
+    /* another length, or bulk messages not as expected: the calls or the
      * algorithms differ */
-    if (got != HDR + ri->len || peer_bulk != ri->bulk) {
+    if (got != HDR + ri->len || peer_bulk != ri->expect || peer_expect != ri->bulk) {
         check_state_t lost = {.ref = k->st.ref, .diff = k->self};
         lost.diff.coll = LOST;
         k->st = merge(&k->st, &lost);
     }
     int last = k->round == k->rounds;
     if (!last) {
-        check_hdr_t h = {.st = k->st, .bulk = k->ri[i + 1].bulk};
+        check_hdr_t h = {.st = k->st, .bulk = k->ri[i + 1].bulk, .expect = k->ri[i + 1].expect};
         memcpy(k->out, &h, sizeof h);
     }
     if (k->parent) { /* the follow-up (header-only rounds, nothing lost) */
@@ -236,8 +239,9 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
         }
         return GCL_OK;
     }
-    int fix = ri->bulk == 0 && peer_bulk > 0, follow = last && k->st.diff.rank >= 0;
-    if (!fix && !follow)
+    int fix_recv = ri->expect == 0 && peer_bulk > 0, fix_send = ri->bulk == 0 && peer_expect > 0;
+    int follow = last && k->st.diff.rank >= 0;
+    if (!fix_recv && !fix_send && !follow)
         return GCL_OK;
     /* a child in the same tag space (this call's sequence number) */
     gcl_comm_t *c = r->comm;
@@ -247,15 +251,18 @@ static gcl_status_t check_round(gcl_request_t *r, void *arg)
     c->dbg_seq--; /* not a GCL_DEBUG call */
     f->seq = r->seq;
     f->algo = r->algo;
-    if (fix) {
+    uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+    if (fix_send) {
         static char empty;
-        void *sink = gcl_req_alloc(f, peer_bulk);
-        uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
         int s = gcl_s_send(f, ri->peer, 0, &empty, 0, -1, -1);
-        int v = gcl_s_recv(f, ri->peer, 0, sink, peer_bulk, -1, -1);
+        if (s >= 0)
+            f->ops[s].tag = tag;
+    }
+    if (fix_recv) {
+        int v = gcl_s_recv(f, ri->peer, 0, gcl_req_alloc(f, peer_bulk), peer_bulk, -1, -1);
         gcl_s_any_length(f, v);
-        if (s >= 0 && v >= 0)
-            f->ops[s].tag = f->ops[v].tag = tag;
+        if (v >= 0)
+            f->ops[v].tag = tag;
     }
     if (follow) {
         gcl_check_t *fk = check_new(f, &k->self, 0, FOLLOWUP_STEP, k);
@@ -279,9 +286,11 @@ static gcl_status_t check_verdict(gcl_request_t *r, void *arg)
 }
 
 /* Round i: the header and send_n payload bytes to the partner, from it the
- * header and (expected) recv_n; a bulk message beside them where bulk > 0. */
+ * header and (expected) recv_n; beside them a bulk message of bulk bytes
+ * from src where bulk > 0, and one of expect bytes into dst where expect >
+ * 0. */
 static int round_add(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, size_t recv_n, const void *src,
-                     void *dst, size_t bulk, int *send_op, int *recv_op)
+                     void *dst, size_t bulk, size_t expect, int *send_op, int *recv_op)
 {
     const gcl_comm_t *c = r->comm;
     int i = k->built++, to, from;
@@ -290,8 +299,11 @@ static int round_add(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, s
     ri->peer = from;
     ri->len = recv_n;
     ri->bulk = bulk;
-    if (i == 0)
+    ri->expect = expect;
+    if (i == 0) {
         memcpy(k->out + offsetof(check_hdr_t, bulk), &ri->bulk, sizeof ri->bulk);
+        memcpy(k->out + offsetof(check_hdr_t, expect), &ri->expect, sizeof ri->expect);
+    }
     uint64_t tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, k->step0 + (unsigned)i);
     int s = gcl_s_send(r, to, 0, k->out, HDR + send_n, dep, -1);
     int v = gcl_s_recv(r, from, 0, k->in, HDR + k->payload, dep, -1);
@@ -300,32 +312,41 @@ static int round_add(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, s
     r->ops[s].tag = r->ops[v].tag = tag;
     gcl_s_any_length(r, v);
     ri->recv_op = v;
-    if (bulk > 0) { /* partners of a butterfly only (check_round answers the one who expects none) */
-        tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
-        *send_op = gcl_s_send(r, to, 0, src, bulk, dep, -1);
-        *recv_op = gcl_s_recv(r, from, 0, dst, bulk, dep, -1);
-        if (*send_op < 0 || *recv_op < 0)
+    /* partners of a butterfly only (check_round answers the one whose
+     * bulk messages are not as expected) */
+    tag = GCL_TAG(GCL_SCOPE_DEBUG, c->id, r->seq, BULK_STEP + (unsigned)i);
+    if (send_op)
+        *send_op = -1;
+    if (recv_op)
+        *recv_op = -1;
+    if (bulk > 0) {
+        if ((*send_op = gcl_s_send(r, to, 0, src, bulk, dep, -1)) < 0)
             return -1;
-        r->ops[*send_op].tag = r->ops[*recv_op].tag = tag;
+        r->ops[*send_op].tag = tag;
+    }
+    if (expect > 0) {
+        if ((*recv_op = gcl_s_recv(r, from, 0, dst, expect, dep, -1)) < 0)
+            return -1;
+        r->ops[*recv_op].tag = tag;
         gcl_s_any_length(r, *recv_op);
     }
     return k->last = gcl_s_call(r, check_round, k, s, v);
 }
 
-int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
-                         int *send_op, int *recv_op)
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, size_t bulk, void *dst,
+                         size_t expect, int *send_op, int *recv_op)
 {
-    return round_add(r, k, dep, k->payload, k->payload, src, dst, bulk, send_op, recv_op);
+    return round_add(r, k, dep, k->payload, k->payload, src, dst, bulk, expect, send_op, recv_op);
 }
 
 int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep)
 {
-    return round_add(r, k, dep, k->payload, k->payload, NULL, NULL, 0, NULL, NULL);
+    return round_add(r, k, dep, k->payload, k->payload, NULL, NULL, 0, 0, NULL, NULL);
 }
 
 int gcl_check_round_n(gcl_request_t *r, gcl_check_t *k, int dep, size_t send_n, size_t recv_n)
 {
-    return round_add(r, k, dep, send_n, recv_n, NULL, NULL, 0, NULL, NULL);
+    return round_add(r, k, dep, send_n, recv_n, NULL, NULL, 0, 0, NULL, NULL);
 }
 
 int gcl_check_end(gcl_request_t *r, gcl_check_t *k, int dep)

@@ -299,12 +299,13 @@ void *gcl_check_in(gcl_check_t *k);
  * area holds the partner's payload (garbage where the calls differ) and
  * the out area may be rewritten. */
 int gcl_check_round(gcl_request_t *r, gcl_check_t *k, int dep);
-/* The same, with a message of bulk bytes from src to the partner and from
- * it into dst beside the header, for payloads too large to copy (size a
- * power of two: the partner is rank ^ 2^i); *send_op, *recv_op: its ops
- * (dst is garbage where the calls differ). */
-int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, void *dst, size_t bulk,
-                         int *send_op, int *recv_op);
+/* The same, with messages beside the header for payloads too large to
+ * copy (size a power of two: the partner is rank ^ 2^i): bulk bytes from
+ * src to the partner (bulk > 0) and expect bytes from it into dst (expect >
+ * 0); *send_op, *recv_op: their ops, -1 where none (dst is garbage where
+ * the calls differ). */
+int gcl_check_round_bulk(gcl_request_t *r, gcl_check_t *k, int dep, const void *src, size_t bulk, void *dst,
+                         size_t expect, int *send_op, int *recv_op);
 /* The same with payloads of their own lengths this round: send_n bytes of
  * the out area go, recv_n are expected (both at most the payload given to
  * gcl_check_new; a message of another length means the calls differ). */

@@ -85,8 +85,31 @@ static gcl_status_t reduce_rs_gather(gcl_request_t *r, const gcl_args_t *a)
     return r->err;
 }
 
+/* Two members (a binomial tree of one edge), the non-root's input beside
+ * the call check's header (check.c's bulk message) into the root's
+ * workspace, reduced into recv after the verdict: no round of the check's
+ * own. */
+static gcl_status_t reduce_exchange_checked(gcl_request_t *r, const gcl_args_t *a)
+{
+    size_t bytes = a->count * r->esz;
+    int root = r->comm->rank == a->root;
+    gcl_check_t *k = gcl_check_new(r, a, 0);
+    char *tmp = root ? gcl_req_alloc(r, bytes) : NULL;
+    if (r->err)
+        return r->err;
+    const void *in = a->send == GCL_IN_PLACE ? a->recv : a->send;
+    int s = -1, v = -1;
+    gcl_check_round_bulk(r, k, -1, in, root ? 0 : bytes, tmp, root ? bytes : 0, &s, &v);
+    int end = gcl_check_end(r, k, root ? v : s);
+    if (root)
+        gcl_s_reduce(r, a->recv, in, tmp, a->count, end, -1);
+    return r->err;
+}
+
 gcl_status_t gcl_reduce_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
+    if (alg == GCL_ALG_KNOMIAL && r->check && r->comm->size == 2)
+        return reduce_exchange_checked(r, a);
     if (alg == GCL_ALG_RS_GATHER)
         return reduce_rs_gather(r, a);
     r->algo = "knomial";

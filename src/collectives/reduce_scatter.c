@@ -66,6 +66,26 @@ static gcl_status_t rs_pairwise(gcl_request_t *r, const char *in, char *out, siz
     return r->err;
 }
 
+/* Two members (every algorithm here is one exchange then): the partner's
+ * block of the input beside the call check's header (check.c's bulk
+ * messages), reduced with this member's own block into recv after the
+ * verdict: no round of the check's own. */
+static gcl_status_t rs_exchange_checked(gcl_request_t *r, const gcl_args_t *a, const char *in)
+{
+    size_t bytes = a->count * r->esz;
+    int me = r->comm->rank;
+    gcl_check_t *k = gcl_check_new(r, a, 0);
+    char *tmp = gcl_req_alloc(r, bytes);
+    if (r->err)
+        return r->err;
+    int s = -1, v = -1;
+    gcl_check_round_bulk(r, k, -1, in + (size_t)(1 - me) * bytes, bytes, tmp, bytes, &s, &v);
+    int end = gcl_check_end(r, k, v);
+    gcl_s_dep(r, end, s);
+    gcl_s_reduce(r, a->recv, in + (size_t)me * bytes, tmp, a->count, end, -1);
+    return r->err;
+}
+
 gcl_status_t gcl_reduce_scatter_build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
     const char *in = a->send;
@@ -77,6 +97,8 @@ gcl_status_t gcl_reduce_scatter_build(gcl_request_t *r, const gcl_args_t *a, gcl
         memcpy(copy, a->recv, total);
         in = copy;
     }
+    if (r->check && r->comm->size == 2)
+        return rs_exchange_checked(r, a, in);
     switch (alg) {
     case GCL_ALG_RECURSIVE_HALVING: return rs_recursive_halving(r, in, a->recv, a->count);
     case GCL_ALG_PAIRWISE:          return rs_pairwise(r, in, a->recv, a->count);

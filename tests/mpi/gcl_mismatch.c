@@ -14,7 +14,7 @@
 #include <string.h>
 
 enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_BIG_COLL, AC_BIG_SMALL, AC_BARRIER,
-       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_A2A_COLL, AC_A2A_COUNT, AC_CASES };
+       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_A2A_COLL, AC_A2A_COUNT, AC_BIG_RS_COLL, AC_BIG_REDUCE_ROOT, AC_CASES };
 /* The network path's check rides in small calls' messages (recursive
  * doubling's, carried.c's) and beside a 2-member large allreduce's
  * (check.c): the cases mix these with each other and with calls checked in
@@ -25,11 +25,12 @@ static const char *const AC_NAME[AC_CASES] = {
     "iallreduce + gcl_wait, another count", "allreduce vs broadcast, 1 M floats", "allreduce, 1 M vs 64 floats",
     "allreduce vs barrier", "allgather, count 16 vs 17", "reduce, another root",
     "reduce_scatter, float32 vs int32", "broadcast, 1024 vs 4096 floats", "alltoall vs allgather",
-    "alltoall, count 16 vs 17"};
+    "alltoall, count 16 vs 17", "reduce vs reduce_scatter, 1 M floats", "reduce, 1 M floats, another root"};
 /* what the message must name */
 static const char *const AC_FIELD[AC_CASES] = {"count", "gcl_broadcast", "dtype", "count", "op", "root",
                                                "count", "gcl_broadcast", "count", "gcl_barrier", "count", "root",
-                                               "dtype", "count", "gcl_alltoall", "count"};
+                                               "dtype", "count", "gcl_alltoall", "count", "gcl_reduce_scatter",
+                                               "root"};
 #define BIG ((size_t)1 << 20)
 
 static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
@@ -57,6 +58,12 @@ static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
     case AC_A2A_COLL:
         return odd ? gcl_alltoall(x, y, 16, GCL_FLOAT32, comm) : gcl_allgather(x, y, 16, GCL_FLOAT32, comm);
     case AC_A2A_COUNT: return gcl_alltoall(x, y, 16 + (size_t)odd, GCL_FLOAT32, comm);
+    /* 2 members beside the check's header: a reduce's one-way message, a
+     * reduce_scatter's exchange */
+    case AC_BIG_RS_COLL:
+        return odd ? gcl_reduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, 0, comm)
+                   : gcl_reduce_scatter(x, y, BIG / (size_t)size, GCL_FLOAT32, GCL_SUM, comm);
+    case AC_BIG_REDUCE_ROOT: return gcl_reduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, odd, comm);
     default:
         st = gcl_iallreduce(x, y, 64 + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
         return st == GCL_OK ? gcl_wait(&req) : st;
