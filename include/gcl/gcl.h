@@ -32,8 +32,10 @@
  *    GCL_ERR_MISMATCH on every member, its message naming the member and
  *    the field. On the network path nothing has moved and the communicator
  *    stays usable; on shared memory every later call on the communicator
- *    returns GCL_ERR_MISMATCH too (destroy it). Not checked: count 0, and an
- *    alltoall against another collective on a one-host communicator
+ *    returns GCL_ERR_MISMATCH too (destroy it). A call with count 0 is
+ *    checked too (it waits for the other members, as a barrier). Not
+ *    checked: an alltoall against another collective on a one-host
+ *    communicator
  *    (docs/libgcl.md "Mismatched calls"). GCL_DEBUG=1 also reports one
  *    member's argument error to the others.
  *  - A context (the communicators of one gcl_init_* and their splits) is

@@ -14,21 +14,22 @@
 #include <string.h>
 
 enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_BIG_COLL, AC_BIG_SMALL, AC_BARRIER,
-       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_CASES };
+       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_ZERO, AC_CASES };
 /* The network path's check rides in small calls' messages (recursive
  * doubling's, carried.c's) and beside a 2-member large allreduce's
  * (check.c): the cases mix these with each other and with calls checked in
- * rounds of their own (a 16 KiB broadcast against a 4 KiB one). */
+ * rounds of their own (a 16 KiB broadcast against a 4 KiB one). A call with
+ * count 0 is a call too (against count 1: not a hang until the timeout). */
 static const char *const AC_NAME[AC_CASES] = {
     "allreduce, count 64 vs 65", "allreduce vs broadcast", "allreduce, float32 vs int32",
     "allreduce, 1 M vs 1 M + 1000 floats", "allreduce, sum vs max", "broadcast, another root",
     "iallreduce + gcl_wait, another count", "allreduce vs broadcast, 1 M floats", "allreduce, 1 M vs 64 floats",
     "allreduce vs barrier", "allgather, count 16 vs 17", "reduce, another root",
-    "reduce_scatter, float32 vs int32", "broadcast, 1024 vs 4096 floats"};
+    "reduce_scatter, float32 vs int32", "broadcast, 1024 vs 4096 floats", "allgather, count 1 vs 0"};
 /* what the message must name */
 static const char *const AC_FIELD[AC_CASES] = {"count", "gcl_broadcast", "dtype", "count", "op", "root",
                                                "count", "gcl_broadcast", "count", "gcl_barrier", "count", "root",
-                                               "dtype", "count"};
+                                               "dtype", "count", "count"};
 #define BIG ((size_t)1 << 20)
 
 static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
@@ -51,6 +52,7 @@ static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
     case AC_REDUCE_ROOT: return gcl_reduce(x, y, 64, GCL_FLOAT32, GCL_SUM, odd, comm);
     case AC_RS_DTYPE:  return gcl_reduce_scatter(x, y, 16, odd ? GCL_INT32 : GCL_FLOAT32, GCL_SUM, comm);
     case AC_BCAST_SIZES: return gcl_broadcast(x, odd ? 4096 : 1024, GCL_FLOAT32, 0, comm);
+    case AC_ZERO:      return gcl_allgather(x, y, odd ? 0 : 1, GCL_FLOAT32, comm);
     default:
         st = gcl_iallreduce(x, y, 64 + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
         return st == GCL_OK ? gcl_wait(&req) : st;
