@@ -173,6 +173,48 @@ static void run_set_up_differently(void)
     }
 }
 
+/* The shared-memory tuning variables that choose how an op runs
+ * (GCL_SHM_ONESHOT_MAX: one step or segmented; GCL_SHM_DIRECT_MIN: direct
+ * on registered memory or staged) are not compared at init: every member
+ * takes local rank 0's. Set on the last rank only, they must change
+ * nothing: small and registered allreduces give the right sums, not a
+ * wrong one on some ranks and a timeout on the others. */
+static void run_shm_tuning_differently(void)
+{
+    static const char *const VARS[][2] = {{"GCL_SHM_ONESHOT_MAX", "0"}, {"GCL_SHM_DIRECT_MIN", "0"},
+                                          {"GCL_SHM_DIRECT_MIN", "1G"}};
+    MPI_Comm mc = MPI_COMM_WORLD;
+    for (size_t v = 0; v < sizeof VARS / sizeof VARS[0]; v++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s=%s on rank %d only", VARS[v][0], VARS[v][1], size - 1);
+        if (rank == size - 1)
+            setenv(VARS[v][0], VARS[v][1], 1);
+        gcl_comm_t *w = NULL;
+        gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
+        unsetenv(VARS[v][0]);
+        if (!gok(st, what))
+            continue;
+        gok(gcl_comm_set_timeout(w, 10), "gcl_comm_set_timeout");
+        enum { N = 4096 }; /* 16 KiB: registered, past the default GCL_SHM_DIRECT_MIN */
+        int32_t *x = NULL, *y = NULL;
+        if (gok(gcl_mem_alloc(w, N * sizeof(int32_t), (void **)&x), what) &&
+            gok(gcl_mem_alloc(w, N * sizeof(int32_t), (void **)&y), what)) {
+            for (size_t n = 1; n <= N; n *= 64) {
+                for (size_t i = 0; i < n; i++)
+                    x[i] = rank + (int32_t)i;
+                if (gok(gcl_allreduce(x, y, n, GCL_INT32, GCL_SUM, w), what))
+                    for (size_t i = 0; i < n; i++)
+                        CHECK(y[i] == size * (size - 1) / 2 + size * (int32_t)i, "%s: %zu int32: [%zu] = %d", what,
+                              n, i, (int)y[i]);
+            }
+        }
+        gcl_mem_free(w, x);
+        gcl_mem_free(w, y);
+        gcl_finalize(w);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
 void suite_mismatch_checked(void)
 {
     if (size < 2)
@@ -180,4 +222,5 @@ void suite_mismatch_checked(void)
     run_world(0);
     run_world(1);
     run_set_up_differently();
+    run_shm_tuning_differently();
 }
