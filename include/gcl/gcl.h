@@ -32,7 +32,8 @@
  *    GCL_ERR_MISMATCH on every member, its message naming the member and
  *    the field. On the network path nothing has moved and the communicator
  *    stays usable; on shared memory every later call on the communicator
- *    returns GCL_ERR_MISMATCH too (destroy it). Not checked: count 0
+ *    returns GCL_ERR_MISMATCH too (destroy it). A call with count 0 is
+ *    checked too (it waits for the other members, as a barrier)
  *    (docs/libgcl.md "Mismatched calls"). GCL_DEBUG=1 also reports one
  *    member's argument error to the others.
  *  - A context (the communicators of one gcl_init_* and their splits) is

@@ -65,7 +65,9 @@ static gcl_status_t build_trivial(gcl_request_t *r, const gcl_args_t *a)
 
 static gcl_status_t build(gcl_request_t *r, const gcl_args_t *a, gcl_alg_t alg)
 {
-    if (r->comm->size == 1 || (a->count == 0 && a->coll != GCL_COLL_BARRIER))
+    /* (count 0 on shared memory: an op of the segment all the same, for
+     * its call check) */
+    if (r->comm->size == 1 || (a->count == 0 && a->coll != GCL_COLL_BARRIER && alg != GCL_ALG_SHM))
         return build_trivial(r, a);
     if (alg == GCL_ALG_SHM)
         return gcl_shm_build(r, a);
@@ -119,13 +121,14 @@ static gcl_status_t start(gcl_comm_t *c, const gcl_args_t *a, int internal, size
     r->algo = gcl_alg_name((gcl_alg_t)alg);
     /* the network path's call check (check.c), carried by the builder or
      * added before its ops; the shared-memory path checks in its segment
-     * (shm_check.c), child calls in their parent. An alltoall (always on
-     * the network path) on a communicator with a segment puts its call word
-     * there before its messages instead: checked against every member's
-     * call on the segment, whatever collective that is. */
-    int word = !internal && a->coll == GCL_COLL_ALLTOALL && c->size > 1 && a->count > 0 && c->shm_state > 0;
-    r->check = !internal && !word && alg != GCL_ALG_SHM && c->size > 1 &&
-               (a->count > 0 || a->coll == GCL_COLL_BARRIER);
+     * (shm_check.c), child calls in their parent. A call with count 0 is
+     * checked too (its rounds alone): unchecked, it would leave a member
+     * called with a count waiting for it until the timeout. An alltoall
+     * (always on the network path) on a communicator with a segment puts
+     * its call word there before its messages instead: checked against
+     * every member's call on the segment, whatever collective that is. */
+    int word = !internal && a->coll == GCL_COLL_ALLTOALL && c->size > 1 && c->shm_state > 0;
+    r->check = !internal && !word && alg != GCL_ALG_SHM && c->size > 1;
     st = build(r, a, (gcl_alg_t)alg);
     if (st == GCL_OK && r->check)
         st = gcl_s_call_check(r, a);

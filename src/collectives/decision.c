@@ -69,6 +69,7 @@ gcl_status_t gcl_decision_init(gcl_ctx_t *ctx)
                     ctx->forced[c] = coll_algs[c][k];
             continue;
         }
+        ctx->forced[c] = GCL_FORCED_INVALID;
         char valid[256] = "";
         for (int k = 0; coll_algs[c][k] >= 0; k++) {
             strcat(valid, k ? ", " : "");

@@ -45,6 +45,8 @@ typedef enum {
     GCL_ALG_COUNT
 } gcl_alg_t;
 
+#define GCL_FORCED_INVALID (-2)
+
 enum { GCL_LOG_QUIET = 0, GCL_LOG_INFO = 1, GCL_LOG_DEBUG = 2 };
 
 typedef struct gcl_ctx {
@@ -54,7 +56,9 @@ typedef struct gcl_ctx {
     int nhosts;
     double timeout_s;
     int debug, log_level;
-    int forced[GCL_COLL_COUNT];/* gcl_alg_t or -1 */
+    int forced[GCL_COLL_COUNT];/* gcl_alg_t or -1; GCL_FORCED_INVALID: an unknown name */
+    gcl_status_t env_err;      /* a setting this rank could not read (init.c) */
+    char env_msg[320];         /* and its message */
     size_t seg_bytes;          /* pipelining segment */
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */

@@ -108,6 +108,7 @@ static void ctx_free(gcl_ctx_t *ctx)
  * there, on every rank, naming the setting and the ranks, instead of
  * waiting for each other's other messages later. */
 typedef struct shared_settings {
+    int32_t invalid; /* 1 + the GCL_<COLL>_ALGO this rank could not read; 0: none */
     int32_t no_shm, debug, topo_ppn, forced[GCL_COLL_COUNT];
     uint64_t seg_bytes;
 } shared_settings_t;
@@ -155,7 +156,22 @@ static gcl_status_t agree_settings(gcl_comm_t *c)
     for (int i = 0; i < GCL_COLL_COUNT; i++)
         me.forced[i] = ctx->forced[i];
     me.seg_bytes = ctx->seg_bytes;
+    for (int i = 0; i < GCL_COLL_COUNT && ctx->env_err != GCL_OK && !me.invalid; i++)
+        if (ctx->forced[i] == GCL_FORCED_INVALID)
+            me.invalid = 1 + i;
+    if (ctx->env_err != GCL_OK && !me.invalid)
+        me.invalid = 1 + GCL_COLL_COUNT; /* not an algorithm's: named by its own rank only */
     gcl_status_t st = gcl_comm_allgather_internal(c, GCL_SCOPE_INTERNAL, &me, all, sizeof me);
+    if (st == GCL_OK && me.invalid)
+        st = gcl_set_error(ctx->env_err, "%s", ctx->env_msg);
+    for (int j = 0; st == GCL_OK && j < c->size; j++)
+        if (all[j].invalid)
+            st = gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_init: %s on rank %d is not valid there (its own error "
+                               "says why): set it alike, and valid, on every rank",
+                               all[j].invalid <= GCL_COLL_COUNT
+                                   ? ipu_setting_def((ipu_setting_id_t)(IPU_SET_GCL_ALLREDUCE_ALGO +
+                                                                        all[j].invalid - 1))->name
+                                   : "a GCL_ setting", j);
     for (int j = 1; st == GCL_OK && j < c->size; j++)
         if (memcmp(&all[0], &all[j], sizeof me) != 0) {
             char v0[32], vj[32];
@@ -244,10 +260,13 @@ static gcl_status_t ctx_new(const gcl_init_params_t *params, gcl_ctx_t **out, ip
     }
     /* libgcl bounds waits itself; the transport's own bound is not used */
     tp->timeout_s = ctx->timeout_s > 0 ? ctx->timeout_s : 1e9;
+    /* a setting this rank cannot read fails init on every rank, at
+     * agree_settings: failing here would leave the others waiting in the
+     * transport's bootstrap, or pair this rank's next init with theirs */
     gcl_status_t st = read_env(ctx);
     if (st != GCL_OK) {
-        free(ctx);
-        return st;
+        ctx->env_err = st;
+        snprintf(ctx->env_msg, sizeof ctx->env_msg, "%s", gcl_last_error());
     }
     *out = ctx;
     return GCL_OK;

@@ -355,6 +355,8 @@ static int ba_step(gcl_shm_op_t *o)
 
 int shm_step(gcl_shm_op_t *o)
 {
+    if (o->empty)
+        return ba_step(o);
     switch (o->kind) {
     case K_ALLREDUCE:
     case K_REDUCE: return ar_step(o);

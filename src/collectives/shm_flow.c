@@ -41,6 +41,14 @@ gcl_status_t shm_op_new(gcl_shm_t *s, int kind, const char *what, gcl_shm_op_t *
 gcl_status_t shm_op_post(gcl_shm_op_t *o, size_t nseg, gcl_shm_op_t **out)
 {
     gcl_shm_t *s = o->shm;
+    /* nothing to move among several members: still a call, whose word the
+     * others compare with theirs (a member called with a count would
+     * otherwise pair its op with this one's next), published with a
+     * barrier's flag */
+    if (nseg == 0 && s->size > 1) {
+        o->empty = 1;
+        nseg = 1;
+    }
     o->bytes = o->count * o->es * (o->kind == K_ALLGATHER ? (size_t)s->size : 1);
     o->nt = o->bytes > 0 && o->bytes >= s->stream_min;
     o->nseg = nseg;

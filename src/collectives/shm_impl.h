@@ -196,6 +196,7 @@ struct gcl_shm_op {
     int posted;       /* its desc line is written (ar_direct_decide) */
     uint32_t num;     /* op number on the segment (from 1; "call check") */
     uint64_t word;    /* its call word */
+    int empty;        /* count 0 among several: a barrier's one segment, for the call check */
     int stepped;      /* its part of the algorithm is done */
     int checked;      /* every member's call word matched */
     int ck;           /* members checked so far (in order, skipping this one) */

@@ -19,6 +19,7 @@ static unsigned g_counter;
 typedef struct {
     char name[48];
     uint64_t bytes;
+    uint64_t oneshot_max, direct_min; /* local rank 0's, which every member takes */
     int32_t ok;
     int32_t pad;
 } name_msg_t;
@@ -140,6 +141,8 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                 h->size = local_size;
             }
             msg.bytes = s->bytes;
+            msg.oneshot_max = s->oneshot_max;
+            msg.direct_min = s->direct_min;
             msg.ok = st == GCL_OK;
         }
         /* 1: rank 0 publishes the name (or its failure) */
@@ -152,6 +155,11 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
                 st = gcl_set_error(GCL_ERR_INVALID_ARG, "gcl_shm_open: segment sizes differ (%zu here, %zu at local rank 0): "
                           "slot_bytes and GCL_SHM_NBUF must agree", s->bytes, (size_t)all[0].bytes);
             else {
+                /* one-step, direct or segmented: every member must run
+                 * the same (a member that differs would wait for, or read,
+                 * flags the others never write) */
+                s->oneshot_max = (size_t)all[0].oneshot_max;
+                s->direct_min = (size_t)all[0].direct_min;
                 all[0].name[sizeof(all[0].name) - 1] = 0;
                 st = attach(s, all[0].name, 0, s->bytes);
                 if (st == GCL_OK && ((header_t *)(void *)s->base)->magic != SHM_MAGIC)

@@ -14,23 +14,26 @@
 #include <string.h>
 
 enum { AC_COUNT, AC_COLL, AC_DTYPE, AC_BIG, AC_OP, AC_ROOT, AC_NB_COUNT, AC_BIG_COLL, AC_BIG_SMALL, AC_BARRIER,
-       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_A2A_COLL, AC_A2A_COUNT, AC_BIG_RS_COLL, AC_BIG_REDUCE_ROOT, AC_CASES };
+       AC_AG_COUNT, AC_REDUCE_ROOT, AC_RS_DTYPE, AC_BCAST_SIZES, AC_A2A_COLL, AC_A2A_COUNT, AC_BIG_RS_COLL,
+       AC_BIG_REDUCE_ROOT, AC_ZERO, AC_CASES };
 /* The network path's check rides in small calls' messages (recursive
  * doubling's, carried.c's) and beside a 2-member large allreduce's
  * (check.c): the cases mix these with each other and with calls checked in
- * rounds of their own (a 16 KiB broadcast against a 4 KiB one). */
+ * rounds of their own (a 16 KiB broadcast against a 4 KiB one). A call with
+ * count 0 is a call too (against count 1: not a hang until the timeout). */
 static const char *const AC_NAME[AC_CASES] = {
     "allreduce, count 64 vs 65", "allreduce vs broadcast", "allreduce, float32 vs int32",
     "allreduce, 1 M vs 1 M + 1000 floats", "allreduce, sum vs max", "broadcast, another root",
     "iallreduce + gcl_wait, another count", "allreduce vs broadcast, 1 M floats", "allreduce, 1 M vs 64 floats",
     "allreduce vs barrier", "allgather, count 16 vs 17", "reduce, another root",
     "reduce_scatter, float32 vs int32", "broadcast, 1024 vs 4096 floats", "alltoall vs allgather",
-    "alltoall, count 16 vs 17", "reduce vs reduce_scatter, 1 M floats", "reduce, 1 M floats, another root"};
+    "alltoall, count 16 vs 17", "reduce vs reduce_scatter, 1 M floats", "reduce, 1 M floats, another root",
+    "allgather, count 1 vs 0"};
 /* what the message must name */
 static const char *const AC_FIELD[AC_CASES] = {"count", "gcl_broadcast", "dtype", "count", "op", "root",
                                                "count", "gcl_broadcast", "count", "gcl_barrier", "count", "root",
                                                "dtype", "count", "gcl_alltoall", "count", "gcl_reduce_scatter",
-                                               "root"};
+                                               "root", "count"};
 #define BIG ((size_t)1 << 20)
 
 static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
@@ -64,6 +67,7 @@ static gcl_status_t call(int c, int odd, float *x, float *y, gcl_comm_t *comm)
         return odd ? gcl_reduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, 0, comm)
                    : gcl_reduce_scatter(x, y, BIG / (size_t)size, GCL_FLOAT32, GCL_SUM, comm);
     case AC_BIG_REDUCE_ROOT: return gcl_reduce(x, y, BIG, GCL_FLOAT32, GCL_SUM, odd, comm);
+    case AC_ZERO:      return gcl_allgather(x, y, odd ? 0 : 1, GCL_FLOAT32, comm);
     default:
         st = gcl_iallreduce(x, y, 64 + (size_t)odd, GCL_FLOAT32, GCL_SUM, comm, &req);
         return st == GCL_OK ? gcl_wait(&req) : st;
@@ -142,25 +146,42 @@ static void run_world(int no_shm)
  * GCL_SEGMENT_BYTES) where the others do not. gcl_init_mpi must fail on
  * every rank with GCL_ERR_MISMATCH naming the variable and the rank, in
  * bounded time, not leave them to hang or to mismatch on their first
- * collective; and an init with alike settings afterwards works. */
+ * collective; and an init with alike settings afterwards works. An unknown
+ * algorithm name on the last rank only fails init on every rank with
+ * GCL_ERR_INVALID_ARG (not that rank alone, before the bootstrap the others
+ * wait in). */
 static void run_set_up_differently(void)
 {
-    static const char *const VARS[][2] = {
-        {"GCL_ALLREDUCE_ALGO", "ring"}, {"GCL_NO_SHM", "1"}, {"GCL_SEGMENT_BYTES", "8192"}};
+    static const char *const VARS[][2] = {{"GCL_ALLREDUCE_ALGO", "ring"},
+                                          {"GCL_NO_SHM", "1"},
+                                          {"GCL_SEGMENT_BYTES", "8192"},
+                                          {"GCL_ALLGATHER_ALGO", "no_such_algorithm"}};
     int odd = rank == size - 1;
     MPI_Comm mc = MPI_COMM_WORLD;
     for (size_t v = 0; v < sizeof VARS / sizeof VARS[0]; v++) {
         char what[160], want[64];
         snprintf(what, sizeof what, "gcl_init_mpi with %s=%s on rank %d only", VARS[v][0], VARS[v][1], size - 1);
         snprintf(want, sizeof want, "on rank %d", size - 1);
+        /* the others unset (the suite may run with the variable set) */
+        const char *was = getenv(VARS[v][0]);
+        char *saved = was ? strdup(was) : NULL;
         if (odd)
             setenv(VARS[v][0], VARS[v][1], 1);
+        else
+            unsetenv(VARS[v][0]);
         gcl_comm_t *w = NULL;
         double t0 = now_s();
         gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
         double el = now_s() - t0;
-        unsetenv(VARS[v][0]);
-        if (gexpect(st, GCL_ERR_MISMATCH, what))
+        if (saved)
+            setenv(VARS[v][0], saved, 1);
+        else
+            unsetenv(VARS[v][0]);
+        free(saved);
+        int invalid = !strcmp(VARS[v][1], "no_such_algorithm");
+        if (invalid && odd)
+            snprintf(want, sizeof want, "unknown algorithm");
+        if (gexpect(st, invalid ? GCL_ERR_INVALID_ARG : GCL_ERR_MISMATCH, what))
             CHECK(strstr(gcl_last_error(), VARS[v][0]) && strstr(gcl_last_error(), want),
                   "%s: the message does not name the variable and the rank: %s", what, gcl_last_error());
         CHECK(w == NULL, "%s: failed but set *world", what);
@@ -176,6 +197,48 @@ static void run_set_up_differently(void)
     }
 }
 
+/* The shared-memory tuning variables that choose how an op runs
+ * (GCL_SHM_ONESHOT_MAX: one step or segmented; GCL_SHM_DIRECT_MIN: direct
+ * on registered memory or staged) are not compared at init: every member
+ * takes local rank 0's. Set on the last rank only, they must change
+ * nothing: small and registered allreduces give the right sums, not a
+ * wrong one on some ranks and a timeout on the others. */
+static void run_shm_tuning_differently(void)
+{
+    static const char *const VARS[][2] = {{"GCL_SHM_ONESHOT_MAX", "0"}, {"GCL_SHM_DIRECT_MIN", "0"},
+                                          {"GCL_SHM_DIRECT_MIN", "1G"}};
+    MPI_Comm mc = MPI_COMM_WORLD;
+    for (size_t v = 0; v < sizeof VARS / sizeof VARS[0]; v++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s=%s on rank %d only", VARS[v][0], VARS[v][1], size - 1);
+        if (rank == size - 1)
+            setenv(VARS[v][0], VARS[v][1], 1);
+        gcl_comm_t *w = NULL;
+        gcl_status_t st = gcl_init_mpi(&mc, NULL, &w);
+        unsetenv(VARS[v][0]);
+        if (!gok(st, what))
+            continue;
+        gok(gcl_comm_set_timeout(w, 10), "gcl_comm_set_timeout");
+        enum { N = 4096 }; /* 16 KiB: registered, past the default GCL_SHM_DIRECT_MIN */
+        int32_t *x = NULL, *y = NULL;
+        if (gok(gcl_mem_alloc(w, N * sizeof(int32_t), (void **)&x), what) &&
+            gok(gcl_mem_alloc(w, N * sizeof(int32_t), (void **)&y), what)) {
+            for (size_t n = 1; n <= N; n *= 64) {
+                for (size_t i = 0; i < n; i++)
+                    x[i] = rank + (int32_t)i;
+                if (gok(gcl_allreduce(x, y, n, GCL_INT32, GCL_SUM, w), what))
+                    for (size_t i = 0; i < n; i++)
+                        CHECK(y[i] == size * (size - 1) / 2 + size * (int32_t)i, "%s: %zu int32: [%zu] = %d", what,
+                              n, i, (int)y[i]);
+            }
+        }
+        gcl_mem_free(w, x);
+        gcl_mem_free(w, y);
+        gcl_finalize(w);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
 void suite_mismatch_checked(void)
 {
     if (size < 2)
@@ -183,4 +246,5 @@ void suite_mismatch_checked(void)
     run_world(0);
     run_world(1);
     run_set_up_differently();
+    run_shm_tuning_differently();
 }
