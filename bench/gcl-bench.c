@@ -397,12 +397,12 @@ int main(int argc, char **argv)
             char hs[32];
             human(hs, sizeof hs, total);
             double ag = total / tg / 1e9, am = tm > 0 ? total / tm / 1e9 : 0;
-            printf("| %10s | %-18s | %10.2f | %9.3f | %9.3f |", hs, gcl_algorithm(gc, CGCL[coll], total), tg * 1e6,
+            printf("| %10s | %-18s | %10.3f | %9.3f | %9.3f |", hs, gcl_algorithm(gc, CGCL[coll], total), tg * 1e6,
                    ag, ag * factor);
             if (no_mpi)
                 printf(" %10s | %9s | %9s | %6s | %5s |\n", "-", "-", "-", "-", "-");
             else
-                printf(" %10.2f | %9.3f | %9.3f | %6.2f | %5s |\n", tm * 1e6, am, am * factor, tm / tg,
+                printf(" %10.3f | %9.3f | %9.3f | %6.2f | %5s |\n", tm * 1e6, am, am * factor, tm / tg,
                        exact ? (ok ? "ok" : "FAIL") : "-");
             fflush(stdout);
         }
