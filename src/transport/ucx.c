@@ -54,7 +54,7 @@ static ipu_status_t make_ep(ipu_transport_t *t, int peer)
 /* Tags of the transport's own messages: bit 63 set (user tags hold the
  * source rank in bits 40..63, and no job has 2^23 ranks). */
 #define WIREUP_TAG(src) ((UINT64_C(1) << 63) | ((uint64_t)(src) << SRC_SHIFT))
-/* the notice src sends ahead of closing its endpoint to a peer by force */
+/* the notice src sends ahead of closing its endpoint to a peer (send_notice) */
 #define RESET_TAG(src) (WIREUP_TAG(src) | 1)
 /* seconds a rank whose endpoint failed waits for the peer's reset notice */
 #define RESET_WAIT_S 0.05
@@ -216,14 +216,20 @@ static void close_ep(ipu_transport_t *t, int peer, int force)
         ucp_request_free(r);
 }
 
-/* Tell peer, just before this rank closes its endpoint to it by force, that
- * the close is a reset and not a failure: a notice on the same connection,
- * ahead of the close, flushed (bounded: the peer may be gone). */
-static void tell_reset(ipu_transport_t *t, int peer)
+/* Tell peer, just before this rank closes its endpoint to it (by force:
+ * tell_reset, which flushes it first, bounded as the peer may be gone; or
+ * the transport's close, whose own flush takes it), that the close is not a
+ * failure: a notice on the same connection, ahead of the close. */
+static void *send_notice(ipu_transport_t *t, int peer)
 {
     static char none;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
-    void *r = ucp_tag_send_nbx(t->eps[peer], &none, 0, RESET_TAG(t->rank), &p);
+    return ucp_tag_send_nbx(t->eps[peer], &none, 0, RESET_TAG(t->rank), &p);
+}
+
+static void tell_reset(ipu_transport_t *t, int peer)
+{
+    void *r = send_notice(t, peer);
     if (UCS_PTR_IS_ERR(r))
         return;
     ucp_request_param_t fp = {.op_attr_mask = 0};
@@ -349,8 +355,19 @@ static void drain_unexpected(ipu_transport_t *t)
 static void ucx_close(ipu_transport_t *t)
 {
     if (t->eps) {
-        for (int i = 0; i < t->size; i++)
-            close_ep(t, i, t->failed[i] || t->ep_err[i] != UCS_OK);
+        for (int i = 0; i < t->size; i++) {
+            int force = t->failed[i] || t->ep_err[i] != UCS_OK;
+            /* The close is not collective: a peer still at work may yet
+             * post the receive of a message this rank sent before it
+             * closed. Told, it settles its endpoint's error as a reset and
+             * takes the message; else it would take this rank for lost. */
+            if (!force && t->eps[i] != NULL && i != t->rank) {
+                void *r = send_notice(t, i);
+                if (UCS_PTR_IS_PTR(r)) /* released by UCX once it completes */
+                    ucp_request_free(r);
+            }
+            close_ep(t, i, force);
+        }
         free(t->eps);
     }
     free(t->ep_err);

@@ -1,6 +1,7 @@
 /* Transport under mpirun: every rank sends a distinct pattern to every other
  * rank with many tags in flight, over UCX and over MPI, and checks every
- * byte; messages of 0 B to 4 MiB. Then a size-mismatch error. Prints
+ * byte; messages of 0 B to 4 MiB. Then a size-mismatch error, and a
+ * message taken after its sender closed (UCX). Prints
  * "transport: ok" on rank 0. */
 #include "transport/transport.h"
 
@@ -78,6 +79,43 @@ static ipu_status_t xfer(ipu_transport_t *t, int peer, uint64_t tag, const void 
     return rst;
 }
 
+/* Closing is not collective: rank 1 sends rank 0 a message and closes;
+ * rank 0 sees the connection close (it progresses a while after) and only
+ * then posts its receive, which gets the message: the peer is not taken for
+ * lost. Returns the transport still open (NULL on rank 1). */
+static ipu_transport_t *closed_early(ipu_transport_t *t, int rank)
+{
+    enum { LEN = 64, TAG = 96 };
+    unsigned char buf[LEN];
+    if (rank == 1) {
+        for (int b = 0; b < LEN; b++)
+            buf[b] = pattern(1, 0, TAG, (size_t)b);
+        ipu_treq_t *s = NULL;
+        ipu_status_t st = ipu_transport_isend(t, 0, TAG, buf, LEN, &s);
+        CHECK(st == IPU_OK && ipu_transport_wait(t, s) == IPU_OK, "send before the close: %s",
+              ipu_error_message());
+        ipu_transport_close(t);
+        t = NULL;
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* rank 1 has closed */
+    if (rank == 0) {
+        for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 0.3;)
+            ipu_transport_progress(t);
+        CHECK(!ipu_transport_peer_failed(t, 1), "ucx: rank 1 taken for lost when it closed");
+        ipu_treq_t *r = NULL;
+        memset(buf, 0, sizeof buf);
+        ipu_status_t st = ipu_transport_irecv(t, 1, TAG, buf, LEN, &r);
+        if (st == IPU_OK)
+            st = ipu_transport_wait(t, r);
+        int bad = 0;
+        for (int b = 0; b < LEN; b++)
+            bad += buf[b] != pattern(1, 0, TAG, (size_t)b);
+        CHECK(st == IPU_OK && bad == 0, "ucx: the message rank 1 sent before it closed: %s, %d bytes wrong",
+              st == IPU_OK ? "received" : ipu_error_message(), bad);
+    }
+    return t;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -123,6 +161,8 @@ int main(int argc, char **argv)
             }
         }
         MPI_Barrier(MPI_COMM_WORLD);
+        if (kind == 0 && size > 1)
+            t = closed_early(t, rank);
         ipu_transport_close(t);
     }
     int all = 0;
