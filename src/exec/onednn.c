@@ -251,6 +251,13 @@ void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
               dnn_pd_scratch(pd));
 }
 
+int dnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+           impl == NULL || strncmp(impl, "ref", 3) == 0;
+}
+
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)
 {
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);

@@ -48,7 +48,6 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     ipu_dnn_t *p = NULL;
-    const char *impl = NULL;
     int64_t na = 1, nb = 1;
     *out = NULL;
     if (d->rank < 1 || d->rank > 6)
@@ -87,8 +86,7 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
             "describing the binary op");
     DNN_TRY(dnn_pd_create(&pd, &desc, attr), "choosing a binary implementation");
     /* the reference kernel runs orders of magnitude slower than ours */
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+    if (dnn_pd_is_ref(pd)) {
         st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN binary: only the reference kernel");
         goto out;
     }

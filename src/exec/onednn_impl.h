@@ -123,6 +123,9 @@ ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p);
 void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
 /* Bytes of pd's scratchpad. */
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
+/* 1 when pd's implementation is oneDNN's reference kernel ("ref:..."), which
+ * runs orders of magnitude slower than a jit one: the op's own loop wins */
+int dnn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* A zeroed ipu_dnn_t (NULL when out of memory). */
 /* The opening of a maker: a new record in *p and the engine made. Errors
  * (naming n): IPU_ERR_NO_MEMORY, the engine's; *p may be set then, for

@@ -49,6 +49,12 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
             "describing the pooling");
     DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a pooling implementation");
+    /* the reference kernel (dilated pools) runs orders of magnitude slower
+     * than the op's own loop */
+    if (dnn_pd_is_ref(pd)) {
+        st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN pooling: only the reference kernel");
+        goto out;
+    }
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
     st = dnn_plain_io(n, p, &src, &dst);

@@ -15,7 +15,8 @@
  * shapes, with X and Y reordered to and from oneDNN's layout inside the op
  * unless the layout pass (dnn_chain.h) keeps them in it: a pool reading a
  * Conv's output is remade (adopt) to read it in the Conv's layout. A plain
- * loop over each window computes what oneDNN does not: MaxPool's optional
+ * loop over each window computes what oneDNN does not, or only with its
+ * reference kernel (dilations; orders of magnitude slower): MaxPool's optional
  * Indices output (int64, flattened over N, C and the spatial dims;
  * storage_order 1 = column-major spatial, 1-D/2-D only), pads as wide as a
  * window, and count_include_pad where a ceil-mode window overhangs the end
@@ -30,8 +31,16 @@
 
 enum { POOL_MAX, POOL_AVG, POOL_GLOBAL_MAX, POOL_GLOBAL_AVG };
 
+/* The taps of a window along one dim at one output position: [lo, hi)
+ * inside the input (contiguous: the tap's input index grows with it), and
+ * how many lie inside the padded input. */
+typedef struct tap_range {
+    int64_t lo, hi, padded;
+} tap_range_t;
+
 typedef struct pool_state {
     ipu_dnn_node_t dnn;   /* first (IPU_OP_DNN); its p NULL: pool_loop() runs */
+    tap_range_t *taps[IPU_WINDOW_MAX_DIMS]; /* per dim, per output position (pool_loop) */
     ipu_dnn_pool_desc_t d; /* what the primitive was made from (adopt) */
     ipu_window_t w;
     int kind;
@@ -91,13 +100,43 @@ static ipu_status_t pool_adopt(const ipu_node_t *n, const ipu_dnn_t *like, ipu_d
     return ipu_dnn_pool(n, &s->d, like, out);
 }
 
+static void pool_free(pool_state_t *s)
+{
+    if (s == NULL)
+        return;
+    ipu_dnn_free(s->dnn.p);
+    free(s->taps[0]); /* one block for every dim */
+    free(s);
+}
+
 static void pool_fini(ipu_node_t *n)
 {
-    pool_state_t *s = n->state;
-    if (s)
-        ipu_dnn_free(s->dnn.p);
-    free(s);
+    pool_free(n->state);
     n->state = NULL;
+}
+
+/* s->taps from s->w: one block, out[0] + out[1] + out[2] ranges. */
+static int pool_tap_ranges(pool_state_t *s)
+{
+    const ipu_window_t *w = &s->w;
+    tap_range_t *r = malloc((size_t)(w->out[0] + w->out[1] + w->out[2]) * sizeof(*r));
+    if (r == NULL)
+        return 0;
+    for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++) {
+        s->taps[i] = r;
+        for (int64_t o = 0; o < w->out[i]; o++, r++) {
+            *r = (tap_range_t){0, 0, 0};
+            for (int64_t t = 0, found = 0; t < w->k[i]; t++) {
+                int64_t q = o * w->s[i] + t * w->d[i] - w->pb[i];
+                if (q >= 0 && q < w->in[i]) {
+                    r->lo = found++ ? r->lo : t;
+                    r->hi = t + 1;
+                }
+                r->padded += q >= -w->pb[i] && q < w->in[i] + w->pe[i];
+            }
+        }
+    }
+    return 1;
 }
 
 static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -154,8 +193,10 @@ static ipu_status_t pool_infer(ipu_graph_t *g, ipu_node_t *n)
                                 (s->storage_order == 1 && nd > 2)))
         st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "storage_order %d with %d spatial dims "
                           "(0, or 1 for 1-D/2-D, supported)", s->storage_order, nd);
+    if (st == IPU_OK && !pool_tap_ranges(s))
+        st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     if (st != IPU_OK) {
-        free(s);
+        pool_free(s);
         return st;
     }
     s->planes = x->dims[0] * x->dims[1];
@@ -185,51 +226,55 @@ static size_t pool_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 }
 
 /* The pools as a plain loop over each output's window (what oneDNN does not
- * compute): MaxPool's first maximum wins (as in PyTorch); ind (NULL for
- * none) gets its flattened index, -1 for a window wholly in padding. */
+ * compute, or computes only with its reference kernel): MaxPool's first
+ * maximum wins (as in PyTorch); ind (NULL for none) gets its flattened
+ * index, -1 for a window wholly in padding. Taps outside the input are
+ * skipped by s->taps' ranges, not tested one by one. */
 static void pool_loop(const pool_state_t *s, const float *x, float *y, int64_t *ind)
 {
     const ipu_window_t *w = &s->w;
     const int avg = s->kind == POOL_AVG || s->kind == POOL_GLOBAL_AVG;
-    const int64_t taps = ipu_window_taps(w);
+    const int64_t in1 = w->in[1], in2 = w->in[2];
     for (int64_t p = 0; p < s->planes; p++) {
         const float *xp = x + p * s->isz;
-        for (int64_t o = 0; o < s->osz; o++) {
-            const int64_t oc[3] = {o / (w->out[1] * w->out[2]), o / w->out[2] % w->out[1],
-                                   o % w->out[2]};
-            float best = -INFINITY, sum = 0.0f;
-            int64_t bi = -1, inside = 0, padded = 0;
-            for (int64_t t = 0; t < taps; t++) {
-                const int64_t tc[3] = {t / (w->k[1] * w->k[2]), t / w->k[2] % w->k[1],
-                                       t % w->k[2]};
-                int64_t at = 0;
-                int in = 1, in_pad = 1;
-                for (int i = 0; i < IPU_WINDOW_MAX_DIMS; i++) {
-                    int64_t q = oc[i] * w->s[i] + tc[i] * w->d[i] - w->pb[i];
-                    in &= q >= 0 && q < w->in[i];
-                    in_pad &= q >= -w->pb[i] && q < w->in[i] + w->pe[i];
-                    at = at * w->in[i] + q;
+        int64_t o = p * s->osz;
+        for (int64_t o0 = 0; o0 < w->out[0]; o0++) {
+            const tap_range_t *r0 = &s->taps[0][o0];
+            for (int64_t o1 = 0; o1 < w->out[1]; o1++) {
+                const tap_range_t *r1 = &s->taps[1][o1];
+                for (int64_t o2 = 0; o2 < w->out[2]; o2++, o++) {
+                    const tap_range_t *r2 = &s->taps[2][o2];
+                    float best = -INFINITY, sum = 0.0f;
+                    int64_t bi = -1;
+                    for (int64_t t0 = r0->lo; t0 < r0->hi; t0++) {
+                        int64_t q0 = o0 * w->s[0] + t0 * w->d[0] - w->pb[0];
+                        for (int64_t t1 = r1->lo; t1 < r1->hi; t1++) {
+                            int64_t row = (q0 * in1 + o1 * w->s[1] + t1 * w->d[1] - w->pb[1]) * in2;
+                            for (int64_t t2 = r2->lo; t2 < r2->hi; t2++) {
+                                int64_t at = row + o2 * w->s[2] + t2 * w->d[2] - w->pb[2];
+                                float v = xp[at];
+                                sum += v;
+                                if (bi < 0 || v > best) {
+                                    best = v;
+                                    bi = at;
+                                }
+                            }
+                        }
+                    }
+                    if (avg) {
+                        int64_t c = s->include_pad ? r0->padded * r1->padded * r2->padded
+                                                   : (r0->hi - r0->lo) * (r1->hi - r1->lo) *
+                                                         (r2->hi - r2->lo);
+                        y[o] = c > 0 ? sum / (float)c : 0.0f;
+                    } else {
+                        y[o] = best;
+                    }
+                    if (ind) { /* storage_order 1: 1-D/2-D, so at = ih * W + iw */
+                        if (bi >= 0 && s->storage_order)
+                            bi = bi % w->in[2] * w->in[1] + bi / w->in[2];
+                        ind[o] = bi < 0 ? -1 : p * s->isz + bi;
+                    }
                 }
-                padded += in_pad;
-                if (!in)
-                    continue;
-                inside++;
-                sum += xp[at];
-                if (bi < 0 || xp[at] > best) {
-                    best = xp[at];
-                    bi = at;
-                }
-            }
-            if (avg) {
-                int64_t c = s->include_pad ? padded : inside;
-                y[p * s->osz + o] = c > 0 ? sum / (float)c : 0.0f;
-            } else {
-                y[p * s->osz + o] = best;
-            }
-            if (ind) { /* storage_order 1: 1-D/2-D, so at = ih * W + iw */
-                if (bi >= 0 && s->storage_order)
-                    bi = bi % w->in[2] * w->in[1] + bi / w->in[2];
-                ind[p * s->osz + o] = bi < 0 ? -1 : p * s->isz + bi;
             }
         }
     }
