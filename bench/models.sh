@@ -20,7 +20,10 @@
 # (the models' batch size, default 1), BENCH_THREADS (threads of each
 # engine: ipu-exec --threads, onnxruntime's intra-op threads; default 1),
 # BENCH_CORE (the first core of the BENCH_THREADS consecutive ones both
-# engines are pinned to; default: the last BENCH_THREADS cores), IPU_EXEC (default $top_builddir/ipu-exec),
+# engines are pinned to; default: the last BENCH_THREADS cores),
+# BENCH_IPU_MEMORY (ipu-exec --ipu-memory, default 16G: the bench compares
+# the engines' speed, and VGG-16 at batch 8 needs more than the default
+# IPU's 900 MiB), IPU_EXEC (default $top_builddir/ipu-exec),
 # top_builddir (default: this tree), PYTHON_REF (default /usr/bin/python3),
 # MODEL_CACHE (default $top_builddir/tests/models/cache).
 # Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
@@ -72,7 +75,7 @@ ipu_round() { # model-dir [--check]
     d=$1; shift
     out=$tmp/ipu.out
     taskset -c "$core" "$IPU_EXEC" "$d/model.onnx" --inputs "$d/test_data_set_0" \
-        --threads "$threads" --batches "$runs" "$@" >"$out" 2>&1 || {
+        --threads "$threads" --batches "$runs" --ipu-memory "${BENCH_IPU_MEMORY:-16G}" "$@" >"$out" 2>&1 || {
         sed 's/^/  ipu-exec: /' "$out" | tail -n 3 >&2; return 1; }
     sed -n 's/^latency ms: median \([0-9.eE+-]*\) min \([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
         { echo "  ipu-exec printed no latency line" >&2; return 1; }

@@ -221,15 +221,32 @@ static ipu_status_t step_stages(pipe_t *pp, int *events, int *busy)
     return st;
 }
 
+/* Whether a local stage has a link to or from another rank (not so for a
+ * replica of a 1-stage pipeline, or one whose stages are all on this rank). */
+static int has_remote_link(const pipe_t *pp)
+{
+    for (int i = 0; i < pp->n_ls; i++) {
+        const lstage_t *ls = &pp->ls[i];
+        for (int k = 0; k < ls->n_in + ls->n_out; k++) {
+            const link_t *lk = &pp->links[k < ls->n_in ? ls->in_links[k] : ls->out_links[k - ls->n_in]];
+            if (lk->src_rank != pp->rank || lk->dst_rank != pp->rank)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Back off so the IPU workers get the cores: while a local stage (run)
- * computes, sleep until it finishes (the network is progressed every 2 ms:
- * transfers in flight keep moving, and nothing they bring is needed before
- * the stage ends); otherwise poll the network with a back-off of at most
- * 256 us. */
-static void back_off(lstage_t *run, long *idle_us)
+ * computes, sleep until it finishes. With links to other ranks the network
+ * is progressed every 2 ms meanwhile (transfers in flight keep moving, and
+ * nothing they bring is needed before the stage ends); without, only every
+ * 50 ms (pings answered well within IPU_SUSPECT_S), since each wake-up
+ * takes the core from the worker. Otherwise poll the network with a
+ * back-off of at most 256 us. */
+static void back_off(lstage_t *run, int remote, long *idle_us)
 {
     if (run) {
-        ipu_device_wait(run->dev, 2e-3);
+        ipu_device_wait(run->dev, remote ? 2e-3 : 50e-3);
     } else {
         if (*idle_us > 256)
             *idle_us = 256;
@@ -244,6 +261,7 @@ ipu_status_t pipe_schedule(pipe_t *pp)
 {
     double last_event = pipe_now_s();
     long idle_us = 1;
+    const int remote = has_remote_link(pp);
     for (;;) {
         int events = 0, busy = 0, sending;
         ipu_transport_progress(pp->tr);
@@ -273,6 +291,6 @@ ipu_status_t pipe_schedule(pipe_t *pp)
         else if (t - last_event > pp->p->transport.timeout_s)
             return stalled(pp);
         if (!events)
-            back_off(run, &idle_us);
+            back_off(run, remote, &idle_us);
     }
 }
