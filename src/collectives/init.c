@@ -109,8 +109,8 @@ static void ctx_free(gcl_ctx_t *ctx)
  * waiting for each other's other messages later. */
 typedef struct shared_settings {
     int32_t invalid; /* 1 + the GCL_<COLL>_ALGO this rank could not read; 0: none */
-    int32_t no_shm, debug, topo_ppn, forced[GCL_COLL_COUNT];
-    uint64_t seg_bytes;
+    int32_t no_shm, debug, topo_ppn, shm_nbuf, forced[GCL_COLL_COUNT];
+    uint64_t seg_bytes, shm_slot; /* shm_*: the segment's layout, alike on a host's members */
 } shared_settings_t;
 
 static void forced_text(int f, char *buf, size_t len)
@@ -129,16 +129,21 @@ static const char *first_difference(const shared_settings_t *a, const shared_set
             forced_text(b->forced[i], vb, len);
             return ipu_setting_def((ipu_setting_id_t)(IPU_SET_GCL_ALLREDUCE_ALGO + i))->name;
         }
-    ipu_setting_id_t id = a->no_shm != b->no_shm ? IPU_SET_GCL_NO_SHM
-                        : a->debug != b->debug   ? IPU_SET_GCL_DEBUG
-                        : a->topo_ppn != b->topo_ppn ? IPU_SET_GCL_TOPO_PPN : IPU_SET_GCL_SEGMENT_BYTES;
-    long long x = id == IPU_SET_GCL_NO_SHM ? a->no_shm : id == IPU_SET_GCL_DEBUG ? a->debug
-                : id == IPU_SET_GCL_TOPO_PPN ? a->topo_ppn : (long long)a->seg_bytes;
-    long long y = id == IPU_SET_GCL_NO_SHM ? b->no_shm : id == IPU_SET_GCL_DEBUG ? b->debug
-                : id == IPU_SET_GCL_TOPO_PPN ? b->topo_ppn : (long long)b->seg_bytes;
-    snprintf(va, len, "%lld", x);
-    snprintf(vb, len, "%lld", y);
-    return ipu_setting_def(id)->name;
+    const struct {
+        ipu_setting_id_t id;
+        long long a, b;
+    } v[] = {{IPU_SET_GCL_NO_SHM, a->no_shm, b->no_shm},
+             {IPU_SET_GCL_DEBUG, a->debug, b->debug},
+             {IPU_SET_GCL_TOPO_PPN, a->topo_ppn, b->topo_ppn},
+             {IPU_SET_GCL_SHM_NBUF, a->shm_nbuf, b->shm_nbuf},
+             {IPU_SET_GCL_SHM_SLOT_BYTES, (long long)a->shm_slot, (long long)b->shm_slot},
+             {IPU_SET_GCL_SEGMENT_BYTES, (long long)a->seg_bytes, (long long)b->seg_bytes}};
+    size_t i = 0;
+    while (i + 1 < sizeof v / sizeof v[0] && v[i].a == v[i].b)
+        i++;
+    snprintf(va, len, "%lld", v[i].a);
+    snprintf(vb, len, "%lld", v[i].b);
+    return ipu_setting_def(v[i].id)->name;
 }
 
 static gcl_status_t agree_settings(gcl_comm_t *c)
@@ -156,6 +161,12 @@ static gcl_status_t agree_settings(gcl_comm_t *c)
     for (int i = 0; i < GCL_COLL_COUNT; i++)
         me.forced[i] = ctx->forced[i];
     me.seg_bytes = ctx->seg_bytes;
+    size_t slot = GCL_SHM_SLOT_BYTES;
+    int nbuf = 3;
+    ipu_setting_size(IPU_SET_GCL_SHM_SLOT_BYTES, &slot); /* as gcl_comm_shm and gcl_shm_open read them */
+    ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &nbuf);
+    me.shm_slot = slot;
+    me.shm_nbuf = nbuf;
     for (int i = 0; i < GCL_COLL_COUNT && ctx->env_err != GCL_OK && !me.invalid; i++)
         if (ctx->forced[i] == GCL_FORCED_INVALID)
             me.invalid = 1 + i;

@@ -155,6 +155,8 @@ static void run_set_up_differently(void)
     static const char *const VARS[][2] = {{"GCL_ALLREDUCE_ALGO", "ring"},
                                           {"GCL_NO_SHM", "1"},
                                           {"GCL_SEGMENT_BYTES", "8192"},
+                                          {"GCL_SHM_SLOT_BYTES", "65536"},
+                                          {"GCL_SHM_NBUF", "4"},
                                           {"GCL_ALLGATHER_ALGO", "no_such_algorithm"}};
     int odd = rank == size - 1;
     MPI_Comm mc = MPI_COMM_WORLD;
