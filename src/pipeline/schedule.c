@@ -221,10 +221,14 @@ static ipu_status_t step_stages(pipe_t *pp, int *events, int *busy)
     return st;
 }
 
-/* Whether a local stage has a link to or from another rank (not so for a
- * replica of a 1-stage pipeline, or one whose stages are all on this rank). */
-static int has_remote_link(const pipe_t *pp)
+/* Whether the loop must wake often while a stage computes: a local stage
+ * has a link to or from another rank, or there are several local stages
+ * (back_off waits on one of them only). Not so for a replica of a 1-stage
+ * pipeline. */
+static int wakes_often(const pipe_t *pp)
 {
+    if (pp->n_ls > 1)
+        return 1;
     for (int i = 0; i < pp->n_ls; i++) {
         const lstage_t *ls = &pp->ls[i];
         for (int k = 0; k < ls->n_in + ls->n_out; k++) {
@@ -237,16 +241,16 @@ static int has_remote_link(const pipe_t *pp)
 }
 
 /* Back off so the IPU workers get the cores: while a local stage (run)
- * computes, sleep until it finishes. With links to other ranks the network
- * is progressed every 2 ms meanwhile (transfers in flight keep moving, and
- * nothing they bring is needed before the stage ends); without, only every
- * 50 ms (pings answered well within IPU_SUSPECT_S), since each wake-up
- * takes the core from the worker. Otherwise poll the network with a
+ * computes, sleep until it finishes. With links to other ranks (or other
+ * local stages) the loop wakes every 2 ms meanwhile (transfers in flight
+ * keep moving, and nothing they bring is needed before the stage ends);
+ * with one stage and no such link, only every 50 ms (pings answered well
+ * within IPU_SUSPECT_S), since each wake-up takes the core from the worker. Otherwise poll the network with a
  * back-off of at most 256 us. */
-static void back_off(lstage_t *run, int remote, long *idle_us)
+static void back_off(lstage_t *run, int often, long *idle_us)
 {
     if (run) {
-        ipu_device_wait(run->dev, remote ? 2e-3 : 50e-3);
+        ipu_device_wait(run->dev, often ? 2e-3 : 50e-3);
     } else {
         if (*idle_us > 256)
             *idle_us = 256;
@@ -261,7 +265,7 @@ ipu_status_t pipe_schedule(pipe_t *pp)
 {
     double last_event = pipe_now_s();
     long idle_us = 1;
-    const int remote = has_remote_link(pp);
+    const int often = wakes_often(pp);
     for (;;) {
         int events = 0, busy = 0, sending;
         ipu_transport_progress(pp->tr);
@@ -291,6 +295,6 @@ ipu_status_t pipe_schedule(pipe_t *pp)
         else if (t - last_event > pp->p->transport.timeout_s)
             return stalled(pp);
         if (!events)
-            back_off(run, remote, &idle_us);
+            back_off(run, often, &idle_us);
     }
 }

@@ -56,6 +56,8 @@ struct ipu_transport {
     int *peer_reset;          /* per peer: its notices that it closed its
                                * connection to this rank by force, not yet
                                * matched to a failure of that connection */
+    double *closed_at;        /* per peer: when it was seen to have closed its
+                               * transport (its close notice), 0 if not */
 };
 
 extern const ipu_transport_ops_t ipu_transport_ucx_ops;

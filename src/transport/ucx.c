@@ -54,12 +54,26 @@ static ipu_status_t make_ep(ipu_transport_t *t, int peer)
 /* Tags of the transport's own messages: bit 63 set (user tags hold the
  * source rank in bits 40..63, and no job has 2^23 ranks). */
 #define WIREUP_TAG(src) ((UINT64_C(1) << 63) | ((uint64_t)(src) << SRC_SHIFT))
-/* the notice src sends ahead of closing its endpoint to a peer (send_notice) */
+/* the notice src sends ahead of closing its endpoint to a peer by force
+ * (tell_reset): the connection is made again by the next send */
 #define RESET_TAG(src) (WIREUP_TAG(src) | 1)
+/* the notice src sends ahead of closing its transport (ucx_close) */
+#define CLOSE_TAG(src) (WIREUP_TAG(src) | 2)
+/* seconds a transfer with a peer that closed its transport may still take
+ * to complete (what it sent before the close arriving) before the peer
+ * counts as lost */
+#define CLOSED_GRACE_S 0.5
 /* seconds a rank whose endpoint failed waits for the peer's reset notice */
 #define RESET_WAIT_S 0.05
 /* seconds a rank waits for its reset notice to leave before it closes */
 #define RESET_TELL_S 0.05
+
+static double mono_s(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
 
 static double elapsed_s(const struct timespec *t0)
 {
@@ -150,9 +164,10 @@ static ipu_status_t ucx_open(ipu_transport_t *t)
     t->eps = calloc((size_t)t->size, sizeof(ucp_ep_h));
     t->ep_err = calloc((size_t)t->size, sizeof(ucs_status_t));
     t->peer_reset = calloc((size_t)t->size, sizeof(int));
+    t->closed_at = calloc((size_t)t->size, sizeof(double));
     ipu_status_t st = IPU_OK;
     char *all = NULL;
-    if (!lens || !t->refs || !t->eps || !t->ep_err || !t->peer_reset) {
+    if (!lens || !t->refs || !t->eps || !t->ep_err || !t->peer_reset || !t->closed_at) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory opening UCX");
         goto out;
     }
@@ -216,20 +231,21 @@ static void close_ep(ipu_transport_t *t, int peer, int force)
         ucp_request_free(r);
 }
 
-/* Tell peer, just before this rank closes its endpoint to it (by force:
- * tell_reset, which flushes it first, bounded as the peer may be gone; or
- * the transport's close, whose own flush takes it), that the close is not a
- * failure: a notice on the same connection, ahead of the close. */
-static void *send_notice(ipu_transport_t *t, int peer)
+/* Tell peer, just before this rank closes its endpoint to it, that the close
+ * is not a failure: a notice on the same connection, ahead of the close. A
+ * reset by force (tell_reset, which flushes it first, bounded as the peer
+ * may be gone) or the transport's close (ucx_close, whose own flush takes
+ * it). */
+static void *send_notice(ipu_transport_t *t, int peer, uint64_t tag)
 {
     static char none;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
-    return ucp_tag_send_nbx(t->eps[peer], &none, 0, RESET_TAG(t->rank), &p);
+    return ucp_tag_send_nbx(t->eps[peer], &none, 0, tag, &p);
 }
 
 static void tell_reset(ipu_transport_t *t, int peer)
 {
-    void *r = send_notice(t, peer);
+    void *r = send_notice(t, peer, RESET_TAG(t->rank));
     if (UCS_PTR_IS_ERR(r))
         return;
     ucp_request_param_t fp = {.op_attr_mask = 0};
@@ -249,43 +265,49 @@ static void tell_reset(ipu_transport_t *t, int peer)
         ucp_request_free(f);
 }
 
-/* Take the reset notices peer sent (tell_reset) into t->peer_reset. A
- * notice travels ahead of the close on the same connection, so it is in by
- * the time the failure shows; wait a moment all the same. */
-static void take_notices(ipu_transport_t *t, int peer)
+/* Take one notice of tag, waiting up to wait_s for it (0: only one that is
+ * in already): 1 when taken. */
+static int take_one(ipu_transport_t *t, uint64_t tag, double wait_s)
 {
     static char none;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int first = 1;; first = 0) {
-        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-                                  .datatype = ucp_dt_make_contig(1)};
-        void *r = ucp_tag_recv_nbx(t->worker, &none, 0, RESET_TAG(peer), FULL_MASK, &rp);
-        if (UCS_PTR_IS_ERR(r) || r == NULL)
-            return;
-        ucs_status_t s = ucp_request_check_status(r);
-        for (unsigned spin = 0; s == UCS_INPROGRESS && first && t->peer_reset[peer] == 0; spin++) {
-            if ((spin & 255) == 255 && elapsed_s(&t0) > RESET_WAIT_S)
-                break;
-            ucp_worker_progress(t->worker);
-            s = ucp_request_check_status(r);
-        }
-        if (s == UCS_INPROGRESS) {
-            ucp_request_cancel(t->worker, r);
-            ucp_request_free(r);
-            return;
-        }
-        ucp_request_free(r);
-        if (s != UCS_OK)
-            return;
-        t->peer_reset[peer]++;
+    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                              .datatype = ucp_dt_make_contig(1)};
+    void *r = ucp_tag_recv_nbx(t->worker, &none, 0, tag, FULL_MASK, &rp);
+    if (UCS_PTR_IS_ERR(r) || r == NULL)
+        return 0;
+    ucs_status_t s = ucp_request_check_status(r);
+    for (unsigned spin = 0; s == UCS_INPROGRESS && wait_s > 0; spin++) {
+        if ((spin & 255) == 255 && elapsed_s(&t0) > wait_s)
+            break;
+        ucp_worker_progress(t->worker);
+        s = ucp_request_check_status(r);
     }
+    if (s == UCS_INPROGRESS)
+        ucp_request_cancel(t->worker, r);
+    ucp_request_free(r);
+    return s == UCS_OK;
+}
+
+/* Take the reset notices peer sent (tell_reset) into t->peer_reset, and its
+ * close notice (ucx_close) into t->closed_at. A notice travels ahead of the
+ * close on the same connection, so it is in by the time the failure shows;
+ * wait a moment all the same. */
+static void take_notices(ipu_transport_t *t, int peer)
+{
+    for (int first = 1; take_one(t, RESET_TAG(peer), first && t->peer_reset[peer] == 0 ? RESET_WAIT_S : 0);
+         first = 0)
+        t->peer_reset[peer]++;
+    if (t->peer_reset[peer] == 0 && t->closed_at[peer] == 0 && take_one(t, CLOSE_TAG(peer), 0))
+        t->closed_at[peer] = mono_s();
 }
 
 /* peer's endpoint failed with s (or the error its handler kept): if the
- * peer said it closed its side (a notice not yet matched to a failure),
- * close ours too, and the next send makes a new one; else the peer is lost.
- * 1: lost. */
+ * peer said it closed its side by force (a notice not yet matched to a
+ * failure), close ours too, and the next send makes a new one; if it said
+ * it closed its transport, close ours and keep taking what it sent before;
+ * else the peer is lost. 1: lost. */
 static int settle(ipu_transport_t *t, int peer, ucs_status_t s)
 {
     if (t->ep_err[peer] != UCS_OK) {
@@ -296,6 +318,12 @@ static int settle(ipu_transport_t *t, int peer, ucs_status_t s)
     if (t->failed[peer])
         return 1;
     take_notices(t, peer);
+    if (t->peer_reset[peer] == 0 && t->closed_at[peer] > 0) {
+        /* it closed its transport: what it sent before stays receivable
+         * (closed_lost says when a transfer outlives that) */
+        close_ep(t, peer, 1);
+        return 0;
+    }
     if (t->peer_reset[peer] == 0) {
         t->failed[peer] = 1;
         t->fail_reason[peer] = s;
@@ -359,10 +387,11 @@ static void ucx_close(ipu_transport_t *t)
             int force = t->failed[i] || t->ep_err[i] != UCS_OK;
             /* The close is not collective: a peer still at work may yet
              * post the receive of a message this rank sent before it
-             * closed. Told, it settles its endpoint's error as a reset and
-             * takes the message; else it would take this rank for lost. */
+             * closed. Told, it settles its endpoint's error as a close and
+             * takes the message; else it would take this rank for lost at
+             * once. A transfer it still waits for fails a moment later. */
             if (!force && t->eps[i] != NULL && i != t->rank) {
-                void *r = send_notice(t, i);
+                void *r = send_notice(t, i, CLOSE_TAG(t->rank));
                 if (UCS_PTR_IS_PTR(r)) /* released by UCX once it completes */
                     ucp_request_free(r);
             }
@@ -372,6 +401,7 @@ static void ucx_close(ipu_transport_t *t)
     }
     free(t->ep_err);
     free(t->peer_reset);
+    free(t->closed_at);
     free(t->refs);
     free(t->addrs);
     if (t->worker) {
@@ -414,6 +444,17 @@ static ipu_status_t peer_lost(ipu_transport_t *t, int peer, ucs_status_t s)
                      t->hosts[peer], ucs_status_string(s));
 }
 
+/* A transfer with peer, which closed its transport: lost once it has had
+ * CLOSED_GRACE_S to arrive (or at once for a new send). */
+static ipu_status_t closed_lost(ipu_transport_t *t, int peer)
+{
+    t->failed[peer] = 1;
+    t->fail_reason[peer] = UCS_ERR_CONNECTION_RESET;
+    return ipu_error(IPU_ERR_TRANSPORT, "lost rank %d on host %s: it closed its connections (it "
+                     "finalized or exited) while this rank still had a transfer with it; the job "
+                     "cannot continue", peer, t->hosts[peer]);
+}
+
 /* a transfer with peer ended by a reset of the connection (either side's) */
 static ipu_status_t aborted(ipu_transport_t *t, ipu_treq_t *r)
 {
@@ -439,7 +480,9 @@ static ipu_status_t started(ipu_transport_t *t, ipu_treq_t *r, ucs_status_ptr_t 
     if (!r->is_recv && ep_failure(p)) {
         /* the endpoint failed before its error handler ran, as when a
          * posted request completes with the error */
-        return settle(t, r->peer, s) ? peer_lost(t, r->peer, t->fail_reason[r->peer]) : aborted(t, r);
+        if (settle(t, r->peer, s))
+            return peer_lost(t, r->peer, t->fail_reason[r->peer]);
+        return t->closed_at[r->peer] > 0 ? closed_lost(t, r->peer) : aborted(t, r);
     }
     if (UCS_PTR_IS_ERR(p))
         return ucx_error(what, s);
@@ -452,10 +495,14 @@ static ipu_status_t ucx_isend(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, c
     int peer = r->peer;
     if (t->ep_err[peer] != UCS_OK && settle(t, peer, UCS_OK))
         return peer_lost(t, peer, t->fail_reason[peer]);
+    if (t->closed_at[peer] > 0)
+        return closed_lost(t, peer);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)t->rank << SRC_SHIFT) | tag;
     for (int tries = 0;; tries++) {
         if (t->eps[peer] == NULL) { /* reset by ucx_cancel or by the peer */
+            if (t->closed_at[peer] > 0)
+                return closed_lost(t, peer);
             ipu_status_t st = make_ep(t, peer);
             if (st != IPU_OK)
                 return st;
@@ -486,13 +533,17 @@ static ipu_status_t ucx_test(ipu_transport_t *t, ipu_treq_t *r)
     settle_all(t);
     ucs_status_t s = r->is_recv ? ucp_tag_recv_request_test(r->ucx, &r->info)
                                 : ucp_request_check_status(r->ucx);
-    if (s == UCS_INPROGRESS)
-        return IPU_OK;
+    if (s == UCS_INPROGRESS) {
+        double at = t->closed_at[r->peer];
+        return at > 0 && mono_s() - at > CLOSED_GRACE_S ? closed_lost(t, r->peer) : IPU_OK;
+    }
     ucp_request_free(r->ucx);
     r->ucx = NULL;
     r->done = 1;
     if (s == UCS_OK || (s == UCS_ERR_MESSAGE_TRUNCATED && r->is_recv))
         return check_length(t, r, s);
+    if (t->closed_at[r->peer] > 0) /* a send its close cut short */
+        return closed_lost(t, r->peer);
     if (t->ep_err[r->peer] == UCS_OK && t->resets[r->peer] > 0 && !t->failed[r->peer])
         /* ended by a reset of the connection to the peer (ucx_cancel here,
          * or there: settle): the peer is not lost */

@@ -82,7 +82,8 @@ static ipu_status_t xfer(ipu_transport_t *t, int peer, uint64_t tag, const void 
 /* Closing is not collective: rank 1 sends rank 0 a message and closes;
  * rank 0 sees the connection close (it progresses a while after) and only
  * then posts its receive, which gets the message: the peer is not taken for
- * lost. Returns the transport still open (NULL on rank 1). */
+ * lost. A receive of a message rank 1 never sent then fails within about a
+ * second (rank 1 lost). Returns the transport still open (NULL on rank 1). */
 static ipu_transport_t *closed_early(ipu_transport_t *t, int rank)
 {
     enum { LEN = 64, TAG = 96 };
@@ -112,6 +113,17 @@ static ipu_transport_t *closed_early(ipu_transport_t *t, int rank)
             bad += buf[b] != pattern(1, 0, TAG, (size_t)b);
         CHECK(st == IPU_OK && bad == 0, "ucx: the message rank 1 sent before it closed: %s, %d bytes wrong",
               st == IPU_OK ? "received" : ipu_error_message(), bad);
+        /* one it never sent: rank 1 is lost, in about a second (not after
+         * the 20 s timeout) */
+        double t0 = MPI_Wtime();
+        st = ipu_transport_irecv(t, 1, TAG + 1, buf, LEN, &r);
+        if (st == IPU_OK)
+            st = ipu_transport_wait(t, r);
+        double el = MPI_Wtime() - t0;
+        CHECK(st == IPU_ERR_TRANSPORT && strstr(ipu_error_message(), "closed its connections") && el < 5,
+              "ucx: a receive rank 1 never sent before it closed: status %d after %.2f s: %s", st, el,
+              ipu_error_message());
+        CHECK(ipu_transport_peer_failed(t, 1), "ucx: rank 1 not lost after a receive from it failed");
     }
     return t;
 }
