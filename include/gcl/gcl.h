@@ -152,9 +152,12 @@ gcl_status_t gcl_init_mpi(const void *mpi_comm, const gcl_init_params_t *params,
 gcl_status_t gcl_init_oob(const gcl_oob_t *oob, const gcl_init_params_t *params, gcl_comm_t **world);
 /** Destroy the world communicator and its context (transport, buffers).
  *  The sub-communicators split from it are not destroyed with it: destroy
- *  them first (gcl_comm_destroy). Not collective; call it before
- *  MPI_Finalize. Accepts NULL; a second call, or one given a sub-
- *  communicator, does nothing but set gcl_last_error(). */
+ *  them first (gcl_comm_destroy). Not collective (the other ranks still
+ *  receive what this rank sent before it; a call of theirs still waiting
+ *  for this rank over the network fails with GCL_ERR_TRANSPORT, a lost
+ *  rank, about 0.5 s later); call it before MPI_Finalize. Accepts NULL;
+ *  a second call, or one given a sub-communicator, does nothing but set
+ *  gcl_last_error(). */
 void gcl_finalize(gcl_comm_t *world);
 
 /** This member's rank in comm (0 .. size-1), or -1 when comm is NULL. */
