@@ -200,9 +200,7 @@ int gcl_comm_shm(gcl_comm_t *c)
         c->shm_state = -1;
         return 0;
     }
-    size_t slot = GCL_SHM_SLOT_BYTES;
-    ipu_setting_size(IPU_SET_GCL_SHM_SLOT_BYTES, &slot);
-    gcl_status_t st = gcl_shm_open(c->rank, c->size, slot, shm_allgather_cb, c, &c->shm);
+    gcl_status_t st = gcl_shm_open(c->rank, c->size, c->ctx->shm_slot, shm_allgather_cb, c, &c->shm);
     int ok = st == GCL_OK, *all = malloc((size_t)c->size * sizeof(int));
     int agreed = all != NULL &&
                  gcl_comm_allgather_internal(c, GCL_SCOPE_INTERNAL, &ok, all, sizeof(int)) == GCL_OK;

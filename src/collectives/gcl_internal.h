@@ -60,6 +60,7 @@ typedef struct gcl_ctx {
     gcl_status_t env_err;      /* a setting this rank could not read (init.c) */
     char env_msg[320];         /* and its message */
     size_t seg_bytes;          /* pipelining segment */
+    size_t shm_slot;           /* GCL_SHM_SLOT_BYTES: staging slot of a shared-memory segment */
     int no_shm;                /* GCL_NO_SHM set */
     int yield_always;          /* waits yield the core on every poll (oversubscribed) */
     uint64_t used_ids[GCL_MAX_IDS / 64];

@@ -18,6 +18,7 @@ static int read_env(gcl_ctx_t *ctx)
     ipu_setting_choice(IPU_SET_GCL_LOG, &ctx->log_level); /* quiet, info, debug: GCL_LOG_* */
     ipu_setting_bool(IPU_SET_GCL_DEBUG, &ctx->debug);
     ipu_setting_size(IPU_SET_GCL_SEGMENT_BYTES, &ctx->seg_bytes);
+    ipu_setting_size(IPU_SET_GCL_SHM_SLOT_BYTES, &ctx->shm_slot);
     ipu_setting_bool(IPU_SET_GCL_NO_SHM, &ctx->no_shm);
     return gcl_decision_init(ctx);
 }
@@ -161,11 +162,9 @@ static gcl_status_t agree_settings(gcl_comm_t *c)
     for (int i = 0; i < GCL_COLL_COUNT; i++)
         me.forced[i] = ctx->forced[i];
     me.seg_bytes = ctx->seg_bytes;
-    size_t slot = GCL_SHM_SLOT_BYTES;
-    int nbuf = 3;
-    ipu_setting_size(IPU_SET_GCL_SHM_SLOT_BYTES, &slot); /* as gcl_comm_shm and gcl_shm_open read them */
-    ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &nbuf);
-    me.shm_slot = slot;
+    me.shm_slot = ctx->shm_slot;
+    int nbuf = 0;
+    ipu_setting_int(IPU_SET_GCL_SHM_NBUF, &nbuf); /* as gcl_shm_open reads it */
     me.shm_nbuf = nbuf;
     for (int i = 0; i < GCL_COLL_COUNT && ctx->env_err != GCL_OK && !me.invalid; i++)
         if (ctx->forced[i] == GCL_FORCED_INVALID)

@@ -245,8 +245,8 @@ static int wakes_often(const pipe_t *pp)
  * local stages) the loop wakes every 2 ms meanwhile (transfers in flight
  * keep moving, and nothing they bring is needed before the stage ends);
  * with one stage and no such link, only every 50 ms (pings answered well
- * within IPU_SUSPECT_S), since each wake-up takes the core from the worker. Otherwise poll the network with a
- * back-off of at most 256 us. */
+ * within IPU_SUSPECT_S), since each wake-up takes the core from the worker.
+ * Otherwise poll the network with a back-off of at most 256 us. */
 static void back_off(lstage_t *run, int often, long *idle_us)
 {
     if (run) {

@@ -495,13 +495,11 @@ static ipu_status_t ucx_isend(ipu_transport_t *t, ipu_treq_t *r, uint64_t tag, c
     int peer = r->peer;
     if (t->ep_err[peer] != UCS_OK && settle(t, peer, UCS_OK))
         return peer_lost(t, peer, t->fail_reason[peer]);
-    if (t->closed_at[peer] > 0)
-        return closed_lost(t, peer);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = ucp_dt_make_contig(1)};
     uint64_t utag = ((uint64_t)t->rank << SRC_SHIFT) | tag;
     for (int tries = 0;; tries++) {
-        if (t->eps[peer] == NULL) { /* reset by ucx_cancel or by the peer */
-            if (t->closed_at[peer] > 0)
+        if (t->eps[peer] == NULL) { /* reset by ucx_cancel or by the peer, or closed */
+            if (t->closed_at[peer] > 0) /* settle closed ours: the peer is gone */
                 return closed_lost(t, peer);
             ipu_status_t st = make_ep(t, peer);
             if (st != IPU_OK)
