@@ -452,19 +452,21 @@ static const dnnl_memory_desc_t *chain_target(const ipu_dnn_t *b, int as_residua
 int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
 {
     if (a == NULL || b == NULL || a->dst_out == NULL ||
-        dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user))
+        (!a->relaid &&
+         dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user)))
         return 0;
+    const dnnl_memory_desc_t *am = dnn_out_md(a);
     if (b->cat && !as_residual) /* a concat reads any layout */
         return IPU_DNN_CHAIN_AS_IS;
-    if (as_residual ? b->res_in && dnnl_memory_desc_equal(&a->dst_md, &b->dst_md)
-                    : b->src_in && dnnl_memory_desc_equal(&a->dst_md, &b->src_md))
+    if (as_residual ? b->res_in && dnnl_memory_desc_equal(am, &b->dst_md)
+                    : b->src_in && dnnl_memory_desc_equal(am, &b->src_md))
         return IPU_DNN_CHAIN_AS_IS;
     /* a reorder from a's layout in place of b's from ours: of the same dims */
     const dnnl_memory_desc_t *t = chain_target(b, as_residual);
-    if ((as_residual && !b->has_res) || t->ndims != a->dst_md.ndims)
+    if ((as_residual && !b->has_res) || t->ndims != am->ndims)
         return 0;
     for (int i = 0; i < t->ndims; i++)
-        if (t->dims[i] != a->dst_md.dims[i])
+        if (t->dims[i] != am->dims[i])
             return 0;
     return IPU_DNN_CHAIN_REORDER;
 }
@@ -475,18 +477,18 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *b, const ipu_
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
     const dnnl_memory_desc_t *t = chain_target(b, as_residual);
-    DNN_TRY(dnn_make_reorder(&a->dst_md, t, 1, &b->pad_bytes, &r),
+    DNN_TRY(dnn_make_reorder(dnn_out_md(a), t, 1, &b->pad_bytes, &r),
             as_residual ? "reordering the residual" : "reordering X");
     if (as_residual) {
         if (b->res_in)
             dnnl_primitive_destroy(b->res_in);
         b->res_in = r;
-        b->res_user = a->dst_md;
+        b->res_user = *dnn_out_md(a);
     } else {
         if (b->src_in)
             dnnl_primitive_destroy(b->src_in);
         b->src_in = r;
-        b->src_user = a->dst_md;
+        b->src_user = *dnn_out_md(a);
         b->src_bytes = dnn_align64(dnnl_memory_desc_get_size(t));
     }
 out:
@@ -510,5 +512,64 @@ int ipu_dnn_plain(const ipu_dnn_t *p)
 
 int ipu_dnn_chained_dst(const ipu_dnn_t *p)
 {
-    return p && p->chain_dst;
+    return p && (p->chain_dst || p->relaid);
+}
+
+int dnn_is_channels_last(const dnnl_memory_desc_t *md)
+{
+    const int r = md->ndims;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (r < 3 || r > 5 || md->format_kind != dnnl_blocked || b->inner_nblks != 0 ||
+        md->offset0 != 0 || b->strides[1] != 1)
+        return 0;
+    dnnl_dim_t s = md->dims[1];
+    for (int i = r - 1; i >= 2; i--) {
+        if (md->padded_dims[i] != md->dims[i] || (md->dims[i] > 1 && b->strides[i] != s))
+            return 0;
+        s *= md->dims[i];
+    }
+    return md->padded_dims[1] == md->dims[1] && (md->dims[0] == 1 || b->strides[0] == s);
+}
+
+int ipu_dnn_channels_last_io(const ipu_dnn_t *p)
+{
+    if (p == NULL || !dnn_is_channels_last(p->dst_out && !p->chain_dst ? &p->dst_user : &p->dst_md))
+        return 0;
+    if (p->cat)
+        return dnn_concat_sources_channels_last(p->cat);
+    return dnn_is_channels_last(p->src_in && !p->chain_src ? &p->src_user : &p->src_md);
+}
+
+/* The channels-last tag for a tensor of rank r (3 to 5). */
+static dnnl_format_tag_t channels_last_tag(int r)
+{
+    return r == 3 ? dnnl_acb : r == 4 ? dnnl_acdb : dnnl_acdeb;
+}
+
+ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p)
+{
+    ipu_status_t st = IPU_OK;
+    dnnl_memory_desc_t cl;
+    dnnl_primitive_t r = NULL;
+    size_t pad = p->pad_bytes;
+    const int rank = p->dst_md.ndims;
+    if (rank < 3 || rank > 5 || p->chain_dst)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "rank %d output kept channels-last", rank);
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&cl, rank, p->dst_md.dims, dnnl_f32,
+                                         channels_last_tag(rank)),
+            "describing Y channels-last");
+    if (dnnl_memory_desc_equal(&cl, &p->dst_md)) { /* its own layout already */
+        p->chain_dst = 1;
+        return IPU_OK;
+    }
+    DNN_TRY(dnn_make_reorder(&p->dst_md, &cl, 1, &pad, &r), "reordering Y channels-last");
+    if (p->dst_out)
+        dnnl_primitive_destroy(p->dst_out);
+    p->dst_out = r;
+    p->dst_user = cl;
+    p->pad_bytes = pad;
+    p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
+    p->relaid = 1;
+out:
+    return st;
 }

@@ -308,8 +308,26 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *consumer,
  * run. */
 void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked);
 
-/* 1 when the layout pass made p write its output in its own layout
- * (ipu_dnn_set_chain's dst_blocked); 0 otherwise and for NULL. */
+/* Make p write its output channels-last (NHWC and its 1-D / 3-D kinds)
+ * instead of ours, reordered from its own layout inside the op when that
+ * is another: for a value that several Concats read (a DenseNet feature),
+ * converted once into a layout whose channels they copy as contiguous runs
+ * and that pointwise convolutions read as it is. Before any run; readers
+ * then take it as ipu_dnn_chain_source() says. Errors (p unchanged):
+ * IPU_ERR_UNSUPPORTED for a tensor of rank below 3 or above 5,
+ * IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL. */
+ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p);
+
+/* 1 when, as the layout pass left p, the buffers it reads its source(s)
+ * from and writes Y into are all channels-last (3-D to 5-D, dense): an op
+ * may then compute what p would with a loop of its own over rows of
+ * channels (the ones oneDNN 2.6 has there are slower than a pass over the
+ * rows: batch normalization, concat). 0 otherwise and for NULL. */
+int ipu_dnn_channels_last_io(const ipu_dnn_t *p);
+
+/* 1 when the layout pass made p write its output in a layout other than
+ * ours: its own (ipu_dnn_set_chain's dst_blocked) or channels-last
+ * (ipu_dnn_relayout_channels_last); 0 otherwise and for NULL. */
 int ipu_dnn_chained_dst(const ipu_dnn_t *p);
 
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",

@@ -64,7 +64,7 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
         goto out;
     DNN_TRY(dnn_md_of(&as, &src), "describing A");
     dst = src;
-    src_prim = like && dnn_same_dims(&like->dst_md, d->rank, d->a) ? like->dst_md : src;
+    src_prim = like && dnn_same_dims(dnn_out_md(like), d->rank, d->a) ? *dnn_out_md(like) : src;
     if (!dnnl_memory_desc_equal(&src_prim, &src) &&
         (src_prim.format_kind != dnnl_blocked || src_prim.format_desc.blocking.inner_nblks > 0 ||
          nb == na)) {

@@ -32,6 +32,14 @@ void dnn_concat_free(struct dnn_concat *c)
     free(c);
 }
 
+int dnn_concat_sources_channels_last(const struct dnn_concat *c)
+{
+    for (int k = 0; k < c->n_src; k++)
+        if (!dnn_is_channels_last(&c->md[k]))
+            return 0;
+    return 1;
+}
+
 /* The layouts a source may be in, per spatial rank (1 to 3): ours, then
  * channels-last, then oneDNN's channel-blocked ones. */
 enum { N_TAGS = 5 };
@@ -85,16 +93,16 @@ ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
     for (int k = 0; k < d->n_src; k++) {
         dims[1] = d->C[k];
         const ipu_dnn_t *l = like ? like[k] : NULL;
-        if (l && !dnn_same_dims(&l->dst_md, r, dims)) { /* it writes another tensor */
+        if (l && !dnn_same_dims(dnn_out_md(l), r, dims)) { /* it writes another tensor */
             st = ipu_op_error(IPU_ERR_INTERNAL, n, "source %d is not its producer's output", k);
             goto out;
         }
         if (l) {
-            c->md[k] = l->dst_md;
+            c->md[k] = *dnn_out_md(l);
             p->src_own++;
             own_channels += d->C[k];
             if (tag == dnnl_format_tag_undef)
-                tag = tag_of(&l->dst_md, nd);
+                tag = tag_of(&c->md[k], nd);
         } else {
             DNN_TRY(dnnl_memory_desc_init_by_tag(&c->md[k], r, dims, dnnl_f32, dnn_plain_tag(nd)),
                     "describing a source");

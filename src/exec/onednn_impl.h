@@ -39,6 +39,7 @@ struct ipu_dnn {
     int reorder_weights; /* the primitive's weights layout differs from ours */
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
+    int relaid; /* Y reordered into dst_user, channels-last, not ours */
     pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
     _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read
                                * without the lock by the runs */
@@ -66,6 +67,18 @@ struct ipu_dnn {
             goto out;                           \
         }                                       \
     } while (0)
+
+/* Whether md is dense channels-last (NWC, NHWC, NDHWC) of its dims. */
+int dnn_is_channels_last(const dnnl_memory_desc_t *md);
+/* Whether every source of concat c is in such a layout (onednn_concat.c). */
+int dnn_concat_sources_channels_last(const struct dnn_concat *c);
+
+/* The layout p writes its output in when the layout pass keeps it out of
+ * ours (ipu_dnn_chained_dst): channels-last once relaid, else its own. */
+static inline const dnnl_memory_desc_t *dnn_out_md(const ipu_dnn_t *p)
+{
+    return p->relaid ? &p->dst_user : &p->dst_md;
+}
 
 static inline size_t dnn_align64(size_t b)
 {

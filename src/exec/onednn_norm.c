@@ -91,7 +91,7 @@ ipu_status_t ipu_dnn_batchnorm(const ipu_node_t *n, const ipu_dnn_bnorm_desc_t *
     DNN_TRY(dense_md(&plain, r, dims), "describing X");
     DNN_TRY(dense_md(&cmd, 1, &d->C), "describing the per-channel operands");
     /* X (and Y, the same layout) as like writes it, where it has X's dims */
-    data = like && dnn_same_dims(&like->dst_md, r, dims) ? like->dst_md : plain;
+    data = like && dnn_same_dims(dnn_out_md(like), r, dims) ? *dnn_out_md(like) : plain;
     /* inference on the running statistics (inputs); scale and shift apart;
      * a fused Relu applied to the result */
     DNN_TRY(dnnl_batch_normalization_forward_desc_init(

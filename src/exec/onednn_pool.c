@@ -42,7 +42,7 @@ ipu_status_t ipu_dnn_pool(const ipu_node_t *n, const ipu_dnn_pool_desc_t *d, con
             "describing Y");
     /* unchained, X as it is: oneDNN's pooling of our layout runs as fast as
      * of its own, with no reorder */
-    src_prim = like && dnn_same_dims(&like->dst_md, nd + 2, sdims) ? like->dst_md : src;
+    src_prim = like && dnn_same_dims(dnn_out_md(like), nd + 2, sdims) ? *dnn_out_md(like) : src;
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, pool_alg[d->alg],
                                               &src_prim, &dst_any, strides, kernel, dil, pl, pr),

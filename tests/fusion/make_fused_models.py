@@ -29,8 +29,11 @@ OUT/concat_chain/model.onnx x[1,3,20,20]: Concats between Convs, which the
                           expands joined, then a 1x1 Conv), a Concat of three
                           (24, 16 and 8 channels) -> BatchNormalization ->
                           ReLU -> 1x1 Conv, a Concat with x (in ours) as a
-                          graph output, and a value two Concats read (as a
-                          DenseNet feature): 2 outputs
+                          graph output, and a DenseNet block of three layers
+                          (Concat of the features so far -> BatchNormalization
+                          -> ReLU -> 1x1 Conv -> ReLU -> 3x3 Conv, 16 channels
+                          each, as torchvision's) whose features only Concats
+                          read, the last Concat a graph output: 2 outputs
 OUT/concat_chain_b2/      the same at batch 2
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
@@ -108,11 +111,14 @@ class ConcatChain(torch.nn.Module):
         self.c = nn.Conv2d(16, 8, 1)
         self.bn = nn.BatchNorm2d(48)
         self.post = nn.Conv2d(48, 16, 1)
-        self.d1 = nn.Conv2d(16, 16, 3, padding=1)
-        self.bn2 = nn.BatchNorm2d(32)
-        self.d2 = nn.Conv2d(32, 16, 3, padding=1)
+        # a DenseNet block: layer i reads the Concat of its input and the
+        # features of the layers before it
+        self.block_in = nn.Conv2d(16, 16, 1)
+        self.dense_bn = nn.ModuleList([nn.BatchNorm2d(16 * (i + 1)) for i in range(3)])
+        self.dense_1x1 = nn.ModuleList([nn.Conv2d(16 * (i + 1), 32, 1) for i in range(3)])
+        self.dense_3x3 = nn.ModuleList([nn.Conv2d(32, 16, 3, padding=1) for i in range(3)])
         with torch.no_grad():
-            for bn in (self.bn, self.bn2):
+            for bn in [self.bn, *self.dense_bn]:
                 bn.running_mean.uniform_(-0.5, 0.5)
                 bn.running_var.uniform_(0.5, 2.0)
                 bn.weight.uniform_(0.5, 1.5)
@@ -125,9 +131,10 @@ class ConcatChain(torch.nn.Module):
         y = r(self.fire_out(torch.cat([r(self.expand1(q)), r(self.expand3(q))], 1)))
         d = torch.cat([self.a(y), self.b(y), self.c(y)], 1)
         z = self.post(r(self.bn(d)))
-        h1 = torch.cat([y, self.d1(y)], 1)
-        h2 = torch.cat([y, self.d2(r(self.bn2(h1)))], 1)
-        return torch.cat([z, x], 1), h2
+        feats = [r(self.block_in(y))]
+        for bn, c1, c3 in zip(self.dense_bn, self.dense_1x1, self.dense_3x3):
+            feats.append(c3(r(c1(r(bn(torch.cat(feats, 1)))))))
+        return torch.cat([z, x], 1), torch.cat(feats, 1)
 
 
 def save(t, path, name):

@@ -8,7 +8,9 @@
 # (the pool and the Add, Sub, Mul, Div by a per-channel scale or a scalar
 # on oneDNN's binary primitive) and each op's output that a Conv reads; in
 # concat_chain it keeps Concats and a BatchNormalization between Convs in
-# oneDNN's layouts.
+# oneDNN's layouts, and a DenseNet block's features, which only Concats
+# read, channels-last (its Concats and BatchNormalizations then run on
+# their own channels-last loops).
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -59,8 +61,10 @@ for k in Mul_3 Mul_4 Add Div Mul_5; do
 done
 # the layout pass through Concat and BatchNormalization (exec/ops/dnn_chain.h):
 # the Fire module's expands and Concat, the Concat of three and the
-# BatchNormalization after it stay in oneDNN's layouts; y, which two Concats
-# read, does not
+# BatchNormalization after it stay in oneDNN's layouts; in the DenseNet
+# block, each feature that several Concats read is kept channels-last for
+# them, and the Concats, BatchNormalizations and 1x1 Convs after them stay
+# in that layout
 # kept_some MODEL NODE: NODE's output kept in oneDNN's layout (any readers)
 kept_some() {
     if grep -q "node '$2' ([A-Za-z]*): output kept in oneDNN's layout" "$W/err"; then
@@ -70,12 +74,15 @@ kept_some() {
 for m in concat_chain concat_chain_b2; do
     run $m 2
     for node in /expand1/Conv /expand3/Conv /Concat /a/Conv /b/Conv /c/Conv /Concat_1 \
-                /bn/BatchNormalization /post/Conv; do
+                /bn/BatchNormalization /post/Conv /Concat_3 /dense_bn.1/BatchNormalization \
+                /dense_1x1.1/Conv; do
         kept_some $m $node
     done
-    if grep -q "node '/fire_out/Conv' ([A-Za-z]*): output kept" "$W/err"; then
-        echo "FAIL: $m: y (read by two Concats) kept in oneDNN's layout"; fails=$((fails + 1))
-    else echo "ok: $m: y, read by two Concats, in ours"; fi
+    for f in "/block_in/Conv 4" "/dense_3x3.0/Conv 3" "/dense_3x3.1/Conv 2"; do
+        if grep -qF "node '${f% *}' (Conv): output kept channels-last for ${f#* } Concats" "$W/err"
+        then echo "ok: $m keeps ${f% *} channels-last for its ${f#* } Concats"
+        else echo "FAIL: $m: ${f% *} not kept channels-last for ${f#* } Concats"; fails=$((fails + 1)); fi
+    done
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

@@ -9,8 +9,12 @@
  * oneDNN's layout by its producer, the node runs on oneDNN's concat
  * (exec/onednn.h), which reads every source in the layout it is in and
  * writes Y in such a layout too, for its readers to take as it is. With
- * every source in ours it runs the copies below. */
+ * every source in ours it runs the copies below; with every source and Y
+ * channels-last (a DenseNet feature the pass keeps so for the Concats that
+ * read it), the channels-last copies below (oneDNN's concat there copies
+ * each short run on its own and is slower). */
 #include "exec/ops/dnn_chain.h"
+#include "exec/ops/ew.h"
 #include "exec/ops/movement.h"
 #include "exec/ops/registry.h"
 
@@ -41,6 +45,28 @@ static void join_or_cut(ipu_tensor_t *whole, ipu_tensor_t *parts, int np, int ax
 }
 
 /* --- Concat ----------------------------------------------------------------- */
+
+/* Concat on the channels of float tensors kept channels-last (the layout
+ * pass's): each source's rows of C_k channels, one per batch item and
+ * position, into the output's rows of C. The runs are short (a DenseNet
+ * feature's 32 channels): a loop, not a memcpy call per run. */
+IPU_EW_HOT static void concat_channels_last(float *restrict y, const ipu_tensor_t *in, int np,
+                                            int64_t rows, int64_t C)
+{
+    int64_t off = 0;
+    for (int k = 0; k < np; k++) {
+        const int64_t ck = in[k].dims[1];
+        const float *restrict x = in[k].data;
+        for (int64_t r = 0; r < rows && x; r++) {
+            float *restrict d = y + r * C + off;
+            const float *restrict s = x + r * ck;
+#pragma GCC unroll 4
+            for (int64_t i = 0; i < ck; i++)
+                d[i] = s[i];
+        }
+        off += ck;
+    }
+}
 
 typedef struct concat_state {
     ipu_dnn_node_t dnn;      /* first (IPU_OP_DNN); its p NULL: no oneDNN */
@@ -159,6 +185,11 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
                                ipu_kernel_ctx_t *ctx)
 {
     const concat_state_t *s = n->state;
+    if (s && ipu_dnn_channels_last_io(s->dnn.p)) {
+        concat_channels_last(out[0].data, in, n->n_inputs,
+                             ipu_tensor_numel(&out[0]) / out[0].dims[1], out[0].dims[1]);
+        return IPU_OK;
+    }
     if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {
         size_t at = (ipu_dnn_scratch(s->dnn.p) + 63) / 64 * 64;
         const float **src = (const float **)(void *)((char *)ctx->scratch + at);

@@ -55,6 +55,16 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
     return 1;
 }
 
+/* Whether every one of the n readers is a Concat (a node with
+ * adopt_sources). */
+static int all_concats(const ipu_graph_t *g, const int *readers, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (!dnn_reader(&g->nodes[readers[j]])->adopt_sources)
+            return 0;
+    return 1;
+}
+
 /* Keep the output of node c in its primitive's layout when every reader can
  * take it so, as it is (readers reading it as their source remade to, where
  * they can) or through one reorder of its own. */
@@ -66,6 +76,17 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
     if (c->n_outputs < 1 || c->outputs[0] < 0 ||
         !chain_readers(g, c->outputs[0], readers, slots, &n, 0) || n == 0)
         return IPU_OK;
+    /* a value that several Concats read and nothing else (a DenseNet
+     * feature, read by every later Concat of its block): converted once,
+     * channels-last, which each Concat copies as runs of channels and writes
+     * for the pointwise Conv after it to read as it is */
+    const int rank = g->values[c->outputs[0]].rank;
+    if (n > 1 && all_concats(g, readers, n) && rank >= 3 && rank <= 5) {
+        if ((st = ipu_dnn_relayout_channels_last(c, pc->p)) == IPU_OK)
+            ipu_debug("node '%s' (%s): output kept channels-last for %d Concats", c->name,
+                      c->op_type, n);
+        return st;
+    }
     for (int j = 0; j < n && ok; j++) {
         ipu_node_t *r = &g->nodes[readers[j]];
         ipu_dnn_node_t *pr = dnn_reader(r);

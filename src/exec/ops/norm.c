@@ -15,7 +15,9 @@
  * (dnn_chain.h): where its producer keeps X in oneDNN's layout (a Concat's,
  * a Conv's), it is remade (adopt) to run on oneDNN's batch normalization
  * in that layout, the Relu fused, and its output may stay in it for a
- * Conv. */
+ * Conv. Where that layout is channels-last for X and Y, a loop over rows
+ * of channels runs instead of the primitive (oneDNN 2.6's kernel there is
+ * slower than one pass). */
 #include "exec/ops/dnn_chain.h"
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
@@ -64,6 +66,25 @@ IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int6
     } else {
         for (int64_t i = 0; i < len; i++)
             y[i] = x[i] * a + c;
+    }
+}
+
+/* y = x * a[c] + b[c] over rows rows of C channels (channels-last), then
+ * Relu when relu. */
+IPU_EW_HOT static void norm_rows_channels_last(float *restrict y, const float *restrict x,
+                                               int64_t rows, int64_t C, const float *restrict a,
+                                               const float *restrict b, int relu)
+{
+    for (int64_t r = 0; r < rows; r++, x += C, y += C) {
+        if (relu) {
+            for (int64_t c = 0; c < C; c++) {
+                float v = x[c] * a[c] + b[c];
+                y[c] = v < 0.0f ? 0.0f : v;
+            }
+        } else {
+            for (int64_t c = 0; c < C; c++)
+                y[c] = x[c] * a[c] + b[c];
+        }
     }
 }
 
@@ -218,9 +239,10 @@ static size_t norm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int64_t rows, len;
-    /* BatchNorm: its primitive's; InstanceNorm: a plane */
+    /* BatchNorm: its primitive's, then each channel's factor and offset
+     * (channels-last); InstanceNorm: a plane */
     if (NORM_OP(n)->kind == N_BATCH)
-        return ipu_dnn_scratch(norm_dnn(n));
+        return own_offset(n) + 2 * sizeof(float) * (size_t)x->dims[1];
     if (NORM_OP(n)->kind == N_INSTANCE)
         return sizeof(float) * (size_t)ipu_shape_numel(x->rank - 2, x->dims + 2);
     layer_rows(n, x->rank, x->dims, &rows, &len);
@@ -282,6 +304,20 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     int64_t N = in[0].dims[0], C = in[0].dims[1];
     int64_t S = ipu_shape_numel(in[0].rank - 2, in[0].dims + 2);
     const float *scale = in[1].data, *bias = in[2].data;
+    const int relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0;
+    if (kind == N_BATCH && ipu_dnn_channels_last_io(norm_dnn(n))) {
+        /* X and Y channels-last (the layout pass's): one pass over the rows */
+        const float *mean = in[3].data, *var = in[4].data;
+        if (ctx->scratch_bytes < own_offset(n) + 2 * sizeof(float) * (size_t)C)
+            return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
+        float *a = (float *)((char *)ctx->scratch + own_offset(n)), *b = a + C;
+        for (int64_t c = 0; c < C; c++) {
+            a[c] = 1.0f / sqrtf(var[c] + eps) * scale[c]; /* as norm_row */
+            b[c] = bias[c] - mean[c] * a[c];
+        }
+        norm_rows_channels_last(y, x, N * S, C, a, b, relu);
+        return IPU_OK;
+    }
     if (kind == N_BATCH && !ipu_dnn_plain(norm_dnn(n)) && norm_dnn(n)) {
         /* in the layout pass's layout */
         const void *extra[4] = {scale, bias, in[3].data, in[4].data};
@@ -289,7 +325,6 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     }
     if (kind == N_BATCH) {
         const float *mean = in[3].data, *var = in[4].data;
-        int relu = ipu_attr_int(n, IPU_NORM_RELU_ATTR, 0) != 0;
         for (int64_t c = 0; c < C; c++) {
             float inv = 1.0f / sqrtf(var[c] + eps);
             for (int64_t b = 0; b < N; b++) {
