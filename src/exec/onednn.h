@@ -242,8 +242,10 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
  * ipu_dnn_scratch(p) bytes and ctx->threads sizes the OpenMP team. Weights
  * that ipu_dnn_load_weights()
  * has not prepared at this address are reordered into a temporary copy for
- * this run only (the partitioner's timing, constant folding). Errors name
- * the node. */
+ * this run only (the partitioner's timing, constant folding); weights NULL
+ * where p reorders them: the copy loaded last (the stage freed ours,
+ * ipu_stage_release_held), IPU_ERR_INTERNAL without one. Errors name the
+ * node. */
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
                          const float *bias, const float *res, const void *const *post,
                          float *dst, const ipu_kernel_ctx_t *ctx);

@@ -84,13 +84,15 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
 {
     *tmp = NULL;
     *out = w;
-    if (!p->reorder_weights || w == NULL)
+    if (!p->reorder_weights)
         return IPU_OK;
     const dnn_wei_t *ready = atomic_load_explicit(&p->wei, memory_order_acquire);
-    if (ready && ready->from == w) {
+    if (ready && (ready->from == w || w == NULL)) { /* NULL: ours freed, the copy kept */
         *out = ready->buf;
         return IPU_OK;
     }
+    if (w == NULL)
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "its weights were freed before they were loaded");
     if (g_keep.on && g_keep.p == p && g_keep.from == w) {
         *out = g_keep.buf;
         return IPU_OK;

@@ -1,6 +1,7 @@
 /* The prepare step shared by the session and the pipeline (prepare.h). */
 #include "exec/prepare.h"
 
+#include "common/log.h"
 #include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "graph/fold_bn.h"
@@ -15,6 +16,15 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
         (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
     return ipu_dnn_chain(g);
+}
+
+void ipu_prepare_release(ipu_graph_t *g, const ipu_stage_t *const *stages, int n)
+{
+    size_t freed = ipu_stage_release_held(g, stages, n);
+    char b[IPU_BYTES_STR_LEN];
+    if (freed)
+        ipu_info("freed %s of weights that their nodes hold in oneDNN's layouts (%zu bytes)",
+                 ipu_bytes_str(freed, b), freed);
 }
 
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,

@@ -36,4 +36,8 @@ typedef struct ipu_prepare_params {
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,
                                ipu_stage_t *out);
 
+/* ipu_stage_release_held over stages[0..n), every stage of this process
+ * loaded, with an info line of what was freed. */
+void ipu_prepare_release(ipu_graph_t *g, const ipu_stage_t *const *stages, int n);
+
 #endif

@@ -91,14 +91,20 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
         if ((st = check_input(&s->declared[k], &inputs[k])) != IPU_OK)
             return st;
     }
+    if (s->released)
+        return ipu_error(IPU_ERR_INVALID_ARG, "ipu_session_prepare a second time: the first freed "
+                         "the weights its nodes hold in oneDNN's layouts; open a new session");
     s->prepared = 0;
     ipu_stage_free(&s->stage);
     if ((st = ipu_prepare_shapes(g, inputs)) != IPU_OK)
         return st;
     ipu_prepare_params_t pp = {.profile = s->opts.profile}; /* the whole graph */
     st = ipu_prepare_stage(g, &pp, s->dev, &s->stage);
-    if (st == IPU_OK)
-        s->prepared = 1;
+    if (st == IPU_OK) {
+        const ipu_stage_t *one = &s->stage;
+        ipu_prepare_release(g, &one, 1);
+        s->prepared = s->released = 1;
+    }
     return st;
 }
 

@@ -30,6 +30,7 @@ typedef struct ipu_session {
     ipu_device_t *dev;
     ipu_value_t *declared; /* graph inputs as the model declares them */
     int prepared;
+    int released; /* weights freed for their loaded copies: no second prepare */
 } ipu_session_t;
 
 /* Load the model and bind every node to a kernel (before any shape is known:
@@ -42,7 +43,10 @@ void ipu_session_close(ipu_session_t *s);
  * dtype must match; fixed dimensions must match, symbolic ones take the
  * tensor's), infer every shape, fold constants, plan buffers and load the
  * device. Errors: IPU_ERR_INPUT (message names the input, expected and given
- * shapes), the inference errors, IPU_ERR_NO_MEMORY (does not fit the IPU). */
+ * shapes), the inference errors, IPU_ERR_NO_MEMORY (does not fit the IPU).
+ * The weights that nodes hold in their own layout once loaded are then
+ * freed (ipu_stage_release_held), so a session is prepared once: a second
+ * call gives IPU_ERR_INVALID_ARG. */
 ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, int n);
 
 /* Copy inputs in, run, and return views of the outputs in outputs[0..n_out)

@@ -290,6 +290,43 @@ ipu_status_t ipu_stage_load(const ipu_stage_t *s)
     return IPU_OK;
 }
 
+size_t ipu_stage_release_held(ipu_graph_t *g, const ipu_stage_t *const *stages, int n)
+{
+    /* per value: 1 while every reader seen holds it, 2 once one does not */
+    unsigned char *held = calloc((size_t)g->n_values + 1, 1), *loaded = calloc((size_t)g->n_nodes + 1, 1);
+    size_t freed = 0;
+    if (held == NULL || loaded == NULL)
+        goto out; /* nothing freed: the runs read the constants as before */
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < stages[k]->n_nodes; i++)
+            loaded[stages[k]->nodes[i]] = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_inputs && !nd->folded; k++) {
+            int v = nd->inputs[k];
+            if (v >= 0)
+                held[v] = loaded[i] && ipu_node_replaces(g, nd, k) && held[v] != 2 ? 1 : 2;
+        }
+    }
+    for (int k = 0; k < g->n_inputs; k++)
+        held[g->inputs[k]] = 2;
+    for (int k = 0; k < g->n_outputs; k++)
+        held[g->outputs[k]] = 2;
+    for (int v = 0; v < g->n_values; v++) {
+        ipu_value_t *val = &g->values[v];
+        if (held[v] != 1 || val->data_kind != IPU_CONST_OWNED || val->data == NULL)
+            continue;
+        freed += (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
+        free(val->data);
+        val->data = NULL;
+        val->data_kind = IPU_CONST_HELD;
+    }
+out:
+    free(held);
+    free(loaded);
+    return freed;
+}
+
 ipu_status_t ipu_stage_run(const ipu_stage_t *s, uint8_t *arena, void *scratch, int threads)
 {
     const ipu_graph_t *g = s->g;

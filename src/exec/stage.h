@@ -87,6 +87,18 @@ void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, siz
  * does at ipu_device_load). Errors: the hook's. */
 ipu_status_t ipu_stage_load(const ipu_stage_t *s);
 
+/* Free the bytes of each constant (malloc'd: IPU_CONST_OWNED) that the
+ * loaded stages[0..n) hold copies of in every reader's place: every
+ * node of g that reads it and is not folded is one of theirs, reads it
+ * as the input its held copy replaces (ipu_node_replaces: a Conv's,
+ * ConvTranspose's, Gemm's or MatMul's weights in oneDNN's layout), and it
+ * is no graph input or output. Such a value becomes IPU_CONST_HELD (data
+ * NULL) and its readers run on their copies, so the process keeps the
+ * weights once, as the IPU is charged for them. After ipu_stage_load() of
+ * every stage that reads them; nothing may build, infer or load a stage
+ * of g from then on. Returns the bytes freed. */
+size_t ipu_stage_release_held(ipu_graph_t *g, const ipu_stage_t *const *stages, int n);
+
 /* Run the stage's kernels on arena (plan.arena_bytes) with scratch
  * (scratch_bytes); inputs must already be in the arena. threads: for kernels.
  * Errors: the failing kernel's status (message names the node). */

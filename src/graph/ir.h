@@ -31,6 +31,9 @@ enum {
     IPU_CONST_DEFERRED,   /* still inside the model file's mapping, maybe not
                            * element-aligned: no kernel may read it before
                            * ipu_graph_materialise() (graph/load.h) */
+    IPU_CONST_HELD,       /* freed (data NULL) once every node reading it held
+                           * a copy of its own, made at load (exec/stage.h:
+                           * ipu_stage_release_held); no kernel reads it */
 };
 
 typedef struct ipu_value {
@@ -161,7 +164,7 @@ ipu_value_t *ipu_node_input(const ipu_graph_t *g, const ipu_node_t *n, int i);
  * at run time, not a constant. */
 static inline int ipu_value_is_act(const ipu_graph_t *g, int v)
 {
-    return v >= 0 && g->values[v].data == NULL;
+    return v >= 0 && g->values[v].data == NULL && g->values[v].data_kind != IPU_CONST_HELD;
 }
 ipu_value_t *ipu_node_output(const ipu_graph_t *g, const ipu_node_t *n, int i);
 

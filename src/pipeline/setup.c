@@ -282,6 +282,12 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
                                                    p->threads, &bind) == IPU_OK;
         st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL);
     }
+    if (st == IPU_OK) { /* every local stage loaded: ours of the weights they hold go */
+        const ipu_stage_t *loaded[pp->n_ls > 0 ? pp->n_ls : 1];
+        for (int i = 0; i < pp->n_ls; i++)
+            loaded[i] = &pp->ls[i].stage;
+        ipu_prepare_release(g, loaded, pp->n_ls);
+    }
     return st;
 }
 

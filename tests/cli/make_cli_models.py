@@ -25,6 +25,11 @@ OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[
                               (no test_data_set_0: --check has no default inputs)
 OUT/fp16/model.onnx           the mlp in float16 (input, weights, output): its 4
                               nodes read float16 tensors
+OUT/held/model.onnx           x[1,8,10,10] -> Conv(Wa[16,8,3,3], pad 1) -> Relu ->
+                              Conv(Wb[16,16,1,1]) -> y, and Wb * s[1] -> z: Wa is
+                              read only by the Conv that holds it in its own layout
+                              once loaded, Wb also by the Mul; test_data_set_0
+                              (numpy)
 """
 import os, sys
 import numpy as np
@@ -158,6 +163,36 @@ def dtypes():
     np.save(f"{d}/npy/output_0.npy", sum(x.astype(np.float32) for x in xs))
 
 
+def held():
+    wa = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2
+    wb = rng.standard_normal((16, 16, 1, 1)).astype(np.float32) * 0.2
+    nodes = [helper.make_node("Conv", ["x", "Wa"], ["h0"], name="conv_a", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["h0"], ["h1"], name="relu"),
+             helper.make_node("Conv", ["h1", "Wb"], ["y"], name="conv_b"),
+             helper.make_node("Mul", ["Wb", "s"], ["z"], name="scale_wb")]
+    g = helper.make_graph(nodes, "held",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 10]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 10, 10]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [16, 16, 1, 1])],
+                          [numpy_helper.from_array(wa, "Wa"), numpy_helper.from_array(wb, "Wb")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(out, "held")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
+    win = np.lib.stride_tricks.sliding_window_view(np.pad(x[0], ((0, 0), (1, 1), (1, 1))),
+                                                   (3, 3), axis=(1, 2))  # [8,10,10,3,3]
+    h = np.maximum(np.einsum("ocij,chwij->ohw", wa.astype(np.float64), win), 0)
+    y = np.einsum("oc,chw->ohw", wb[:, :, 0, 0].astype(np.float64), h)[None].astype(np.float32)
+    s = np.array([1.5], np.float32)
+    save(x, f"{d}/test_data_set_0/input_0.pb", "x")
+    save(s, f"{d}/test_data_set_0/input_1.pb", "s")
+    save(y, f"{d}/test_data_set_0/output_0.pb", "y")
+    save(wb * s[0], f"{d}/test_data_set_0/output_1.pb", "z")
+
+
 mlp()
 two_in()
 dtypes()
+held()

@@ -7,7 +7,8 @@
 # --save-inputs and --output-dir (pb and npy) replayed, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
-# info's CPU and oneDNN ISA (at least AVX2 where the CPU has it);
+# info's CPU and oneDNN ISA (at least AVX2 where the CPU has it); a weight
+# that a Conv holds in its own layout freed (one rank, and a 2-stage pipeline);
 # info's arguments; --ipu-memory past 2^64 bytes;
 # info --config and docs/settings.md, a warning for an invalid setting;
 # plan: --stages against --ipus-per-rank, annotations against --stages,
@@ -236,10 +237,24 @@ expect 0 "an invalid setting: one warning, the default used" "^ipu-exec: warning
 one_line "an invalid setting"
 n=$(grep -rl getenv "$top_srcdir/src" | wc -l)
 [ "$n" -le 2 ] && ok "getenv in src/ only in settings.c and launcher.c" || fail "getenv outside the settings table: $(grep -rl getenv "$top_srcdir/src")"
+# weights a Conv holds in oneDNN's layout once loaded are freed (Wa, 16x8x3x3
+# floats), not those another node reads too (Wb, read by a Mul); the outputs
+# still match numpy's
+H=$W/held
+expect 0 "a held weight freed" "freed 4.5 KiB of weights that their nodes hold in oneDNN's layouts (4608 bytes)" -- \
+    env IPU_EXEC_LOG_LEVEL=info "$EXE" "$H/model.onnx" --inputs "$H/test_data_set_0" --check
+grep -q "^check: 2 outputs of 1 micro-batch ok" "$W/out" && ok "outputs after the weights were freed" ||
+    fail "outputs after the weights were freed: $(cat "$W/out")"
 if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     mpi() { timeout 120 "${MPIRUN:-mpirun}" "$@"; }
     expect 0 "mpirun -np 1" "output 0 'y' float\[3,4\]: ok" -- mpi -np 1 "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check
+    # 2 stages: the rank of the Conv that alone reads Wa frees it, the other none
+    expect 0 "a held weight freed by its stage's rank" "check: 2 outputs of 1 micro-batch ok" -- \
+        env IPU_EXEC_LOG_LEVEL=info "${MPIRUN:-mpirun}" -np 2 "$EXE" "$H/model.onnx" --inputs "$H/test_data_set_0" --check
+    n=$(grep -c "freed .* of weights that their nodes hold" "$W/err")
+    [ "$n" -eq 1 ] && grep -q "^\[ipu-exec:0\] INFO .* (4608 bytes)" "$W/err" && ok "rank 0 alone freed Wa" ||
+        fail "2 stages: $n ranks freed weights: $(grep freed "$W/err")"
     # usage errors come before MPI_Init: rank 0 alone prints them, in one piece
     for u in "--replicas 0|--replicas 0: expected a positive integer" \
              "--ipus-per-rank 0|--ipus-per-rank 0: expected an integer from 1 to 64" \
