@@ -553,8 +553,10 @@ ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p)
     dnnl_primitive_t r = NULL;
     size_t pad = p->pad_bytes;
     const int rank = p->dst_md.ndims;
-    if (rank < 3 || rank > 5 || p->chain_dst)
-        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "rank %d output kept channels-last", rank);
+    if (rank < 3 || rank > 5)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "a rank %d output kept channels-last", rank);
+    if (p->chain_dst)
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "output already kept in the primitive's layout");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&cl, rank, p->dst_md.dims, dnnl_f32,
                                          channels_last_tag(rank)),
             "describing Y channels-last");

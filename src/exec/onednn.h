@@ -244,7 +244,7 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
  * has not prepared at this address are reordered into a temporary copy for
  * this run only (the partitioner's timing, constant folding); weights NULL
  * where p reorders them: the copy loaded last (the stage freed ours,
- * ipu_stage_release_held), IPU_ERR_INTERNAL without one. Errors name the
+ * exec/stage.h: ipu_release_new), IPU_ERR_INTERNAL without one. Errors name the
  * node. */
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
                          const float *bias, const float *res, const void *const *post,

@@ -7,6 +7,9 @@
 #include "graph/fold_bn.h"
 #include "graph/fuse.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
 {
     ipu_status_t st;
@@ -18,13 +21,27 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
     return ipu_dnn_chain(g);
 }
 
-void ipu_prepare_release(ipu_graph_t *g, const ipu_stage_t *const *stages, int n)
+ipu_release_t *ipu_prepare_release(ipu_graph_t *g, const unsigned char *local)
 {
-    size_t freed = ipu_stage_release_held(g, stages, n);
+    if (local)
+        return ipu_release_new(g, local);
+    unsigned char *all = malloc((size_t)g->n_nodes + 1);
+    if (all == NULL)
+        return NULL;
+    memset(all, 1, (size_t)g->n_nodes + 1);
+    ipu_release_t *r = ipu_release_new(g, all);
+    free(all);
+    return r;
+}
+
+size_t ipu_prepare_release_end(ipu_release_t *r)
+{
+    size_t freed = ipu_release_end(r);
     char b[IPU_BYTES_STR_LEN];
     if (freed)
         ipu_info("freed %s of weights that their nodes hold in oneDNN's layouts (%zu bytes)",
                  ipu_bytes_str(freed, b), freed);
+    return freed;
 }
 
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,
@@ -36,6 +53,7 @@ ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t 
                                             g->n_outputs, out);
     if (st == IPU_OK && p->profile)
         st = ipu_stage_profile(out);
+    out->release = p->release;
     if (st == IPU_OK && (st = ipu_device_load(dev, out)) != IPU_OK && p->where)
         st = ipu_error(st, "%s: %s", p->where, ipu_error_message());
     return st;

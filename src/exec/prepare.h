@@ -27,6 +27,8 @@ typedef struct ipu_prepare_params {
     int profile;            /* 1: time every node (ipu_stage_profile) */
     const char *where;      /* prefixed to a load error ("WHERE: message");
                                NULL: the message as the device gives it */
+    struct ipu_release *release; /* NULL, or frees the weights the stage's
+                               nodes hold copies of as they load (stage.h) */
 } ipu_prepare_params_t;
 
 /* Build the stage p describes into *out (the caller frees it with
@@ -36,8 +38,12 @@ typedef struct ipu_prepare_params {
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,
                                ipu_stage_t *out);
 
-/* ipu_stage_release_held over stages[0..n), every stage of this process
- * loaded, with an info line of what was freed. */
-void ipu_prepare_release(ipu_graph_t *g, const ipu_stage_t *const *stages, int n);
+/* The releaser of this process's stages (ipu_release_new): local[i] != 0
+ * for the nodes of the stages it loads; NULL local: every node. NULL when
+ * out of memory (nothing is freed then). */
+struct ipu_release *ipu_prepare_release(ipu_graph_t *g, const unsigned char *local);
+/* Once every stage is loaded: ipu_release_end(r), with an info line of
+ * what was freed; returns the bytes freed. */
+size_t ipu_prepare_release_end(struct ipu_release *r);
 
 #endif

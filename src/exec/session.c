@@ -85,8 +85,8 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
     if (n != g->n_inputs)
         return ipu_error(IPU_ERR_INPUT, "the model has %d input%s but %d %s given",
                          g->n_inputs, g->n_inputs == 1 ? "" : "s", n, n == 1 ? "was" : "were");
-    /* declared shapes are restored from a copy so a second prepare can
-     * re-resolve symbolic dimensions */
+    /* declared shapes are restored from a copy so a second prepare could
+     * re-resolve symbolic dimensions (where the first freed no weights) */
     for (int k = 0; k < n; k++) {
         if ((st = check_input(&s->declared[k], &inputs[k])) != IPU_OK)
             return st;
@@ -98,13 +98,13 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
     ipu_stage_free(&s->stage);
     if ((st = ipu_prepare_shapes(g, inputs)) != IPU_OK)
         return st;
-    ipu_prepare_params_t pp = {.profile = s->opts.profile}; /* the whole graph */
+    /* the whole graph; the weights its nodes hold copies of freed as they load */
+    ipu_prepare_params_t pp = {.profile = s->opts.profile, .release = ipu_prepare_release(g, NULL)};
     st = ipu_prepare_stage(g, &pp, s->dev, &s->stage);
-    if (st == IPU_OK) {
-        const ipu_stage_t *one = &s->stage;
-        ipu_prepare_release(g, &one, 1);
-        s->prepared = s->released = 1;
-    }
+    s->stage.release = NULL;
+    s->released = ipu_prepare_release_end(pp.release) > 0;
+    if (st == IPU_OK)
+        s->prepared = 1;
     return st;
 }
 

@@ -44,9 +44,9 @@ void ipu_session_close(ipu_session_t *s);
  * tensor's), infer every shape, fold constants, plan buffers and load the
  * device. Errors: IPU_ERR_INPUT (message names the input, expected and given
  * shapes), the inference errors, IPU_ERR_NO_MEMORY (does not fit the IPU).
- * The weights that nodes hold in their own layout once loaded are then
- * freed (ipu_stage_release_held), so a session is prepared once: a second
- * call gives IPU_ERR_INVALID_ARG. */
+ * The weights that nodes hold copies of in their own layout are freed as
+ * they load (exec/stage.h: ipu_release_new); a session that freed some is
+ * prepared once: a second call gives IPU_ERR_INVALID_ARG. */
 ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, int n);
 
 /* Copy inputs in, run, and return views of the outputs in outputs[0..n_out)

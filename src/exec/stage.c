@@ -286,44 +286,76 @@ ipu_status_t ipu_stage_load(const ipu_stage_t *s)
         ipu_status_t st = nd->op->load ? nd->op->load(s->g, nd) : IPU_OK;
         if (st != IPU_OK)
             return st;
+        ipu_release_loaded(s->release, s->nodes[i]);
     }
     return IPU_OK;
 }
 
-size_t ipu_stage_release_held(ipu_graph_t *g, const ipu_stage_t *const *stages, int n)
+struct ipu_release {
+    ipu_graph_t *g;
+    int *left;             /* per value: readers still to load; -1: not freed */
+    unsigned char *loaded; /* per node */
+    size_t freed;
+};
+
+ipu_release_t *ipu_release_new(ipu_graph_t *g, const unsigned char *local)
 {
-    /* per value: 1 while every reader seen holds it, 2 once one does not */
-    unsigned char *held = calloc((size_t)g->n_values + 1, 1), *loaded = calloc((size_t)g->n_nodes + 1, 1);
-    size_t freed = 0;
-    if (held == NULL || loaded == NULL)
-        goto out; /* nothing freed: the runs read the constants as before */
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < stages[k]->n_nodes; i++)
-            loaded[stages[k]->nodes[i]] = 1;
+    ipu_release_t *r = calloc(1, sizeof(*r));
+    if (r == NULL || (r->left = calloc((size_t)g->n_values + 1, sizeof(int))) == NULL ||
+        (r->loaded = calloc((size_t)g->n_nodes + 1, 1)) == NULL) {
+        ipu_release_end(r);
+        return NULL;
+    }
+    r->g = g;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].data_kind != IPU_CONST_OWNED || g->values[v].data == NULL)
+            r->left[v] = -1;
+    for (int k = 0; k < g->n_inputs; k++)
+        r->left[g->inputs[k]] = -1;
+    for (int k = 0; k < g->n_outputs; k++)
+        r->left[g->outputs[k]] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const ipu_node_t *nd = &g->nodes[i];
         for (int k = 0; k < nd->n_inputs && !nd->folded; k++) {
             int v = nd->inputs[k];
-            if (v >= 0)
-                held[v] = loaded[i] && ipu_node_replaces(g, nd, k) && held[v] != 2 ? 1 : 2;
+            if (v < 0 || r->left[v] < 0)
+                continue;
+            if (local[i] && ipu_node_replaces(g, nd, k))
+                r->left[v]++;
+            else
+                r->left[v] = -1;
         }
     }
-    for (int k = 0; k < g->n_inputs; k++)
-        held[g->inputs[k]] = 2;
-    for (int k = 0; k < g->n_outputs; k++)
-        held[g->outputs[k]] = 2;
-    for (int v = 0; v < g->n_values; v++) {
-        ipu_value_t *val = &g->values[v];
-        if (held[v] != 1 || val->data_kind != IPU_CONST_OWNED || val->data == NULL)
+    return r;
+}
+
+void ipu_release_loaded(ipu_release_t *r, int node)
+{
+    if (r == NULL || r->loaded[node])
+        return;
+    r->loaded[node] = 1;
+    const ipu_node_t *nd = &r->g->nodes[node];
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int v = nd->inputs[k];
+        if (v < 0 || r->left[v] <= 0 || --r->left[v] > 0)
             continue;
-        freed += (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
+        ipu_value_t *val = &r->g->values[v];
+        r->freed += (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
         free(val->data);
         val->data = NULL;
         val->data_kind = IPU_CONST_HELD;
+        r->left[v] = -1;
     }
-out:
-    free(held);
-    free(loaded);
+}
+
+size_t ipu_release_end(ipu_release_t *r)
+{
+    if (r == NULL)
+        return 0;
+    size_t freed = r->freed;
+    free(r->left);
+    free(r->loaded);
+    free(r);
     return freed;
 }
 

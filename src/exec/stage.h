@@ -21,6 +21,7 @@ typedef struct ipu_stage {
     size_t weight_bytes;    /* bytes of the constants its nodes read, and of
                              * what their load() keeps beside them (op->held) */
     double *node_ms;        /* per node, accumulated run time if profiling, else NULL */
+    struct ipu_release *release; /* NULL, or told of each node ipu_stage_load() loads */
 } ipu_stage_t;
 
 /* Build the stage of g running nodes[0..n) (topological order; folded nodes
@@ -84,20 +85,30 @@ ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s);
 void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, size_t len);
 
 /* Call the load() hook of every node of the stage that has one (the device
- * does at ipu_device_load). Errors: the hook's. */
+ * does at ipu_device_load), telling s->release of each node loaded. Errors:
+ * the hook's. */
 ipu_status_t ipu_stage_load(const ipu_stage_t *s);
 
-/* Free the bytes of each constant (malloc'd: IPU_CONST_OWNED) that the
- * loaded stages[0..n) hold copies of in every reader's place: every
- * node of g that reads it and is not folded is one of theirs, reads it
- * as the input its held copy replaces (ipu_node_replaces: a Conv's,
- * ConvTranspose's, Gemm's or MatMul's weights in oneDNN's layout), and it
- * is no graph input or output. Such a value becomes IPU_CONST_HELD (data
- * NULL) and its readers run on their copies, so the process keeps the
- * weights once, as the IPU is charged for them. After ipu_stage_load() of
- * every stage that reads them; nothing may build, infer or load a stage
- * of g from then on. Returns the bytes freed. */
-size_t ipu_stage_release_held(ipu_graph_t *g, const ipu_stage_t *const *stages, int n);
+/* Freeing the weights that loaded nodes hold copies of, while a process
+ * loads its stages: a constant (malloc'd: IPU_CONST_OWNED) that every node
+ * of g reading it, folded ones aside, reads as the input its held copy
+ * replaces (ipu_node_replaces: a Conv's, ConvTranspose's, Gemm's or
+ * MatMul's weights in oneDNN's layout), each of them a node this process
+ * loads, and that is no graph input or output, is freed as soon as the
+ * last of them has loaded: it becomes IPU_CONST_HELD (data NULL) and its
+ * readers run on their copies. The process then keeps such weights once,
+ * as the IPU is charged for them, and holds both copies only of the node
+ * loading. From ipu_release_new on, g must not be inferred again (a stage
+ * built later reads nothing freed: a freed value has no reader left). */
+typedef struct ipu_release ipu_release_t;
+/* local[i] != 0 for each node i of a stage this process will load.
+ * NULL when out of memory: nothing is freed then. */
+ipu_release_t *ipu_release_new(ipu_graph_t *g, const unsigned char *local);
+/* Node i has loaded its copies (ipu_stage_load does this when the stage's
+ * release is set): free the constants all of whose readers now have. */
+void ipu_release_loaded(ipu_release_t *r, int node);
+/* The bytes freed; frees r (NULL: 0). */
+size_t ipu_release_end(ipu_release_t *r);
 
 /* Run the stage's kernels on arena (plan.arena_bytes) with scratch
  * (scratch_bytes); inputs must already be in the arena. threads: for kernels.

@@ -33,7 +33,7 @@ enum {
                            * ipu_graph_materialise() (graph/load.h) */
     IPU_CONST_HELD,       /* freed (data NULL) once every node reading it held
                            * a copy of its own, made at load (exec/stage.h:
-                           * ipu_stage_release_held); no kernel reads it */
+                           * ipu_release_new); no kernel reads it */
 };
 
 typedef struct ipu_value {

@@ -138,8 +138,11 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
  * be NULL when the plan failed), open the transport, post the links'
  * receives, open the notices, agree on the start. */
 ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_status_t st, int *lost);
-/* This rank's stages on their IPUs (bind: cores, may be NULL). */
-ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind);
+/* This rank's stages on their IPUs (bind: cores, may be NULL); g is pp->g,
+ * whose weights the stages hold copies of are freed as they load
+ * (exec/stage.h: ipu_release_new). */
+ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind,
+                              ipu_graph_t *g);
 void pipe_free_local(pipe_t *pp);
 
 /* schedule.c: run until every local stage has run and emitted all its

@@ -58,12 +58,28 @@ static ipu_status_t list_boundaries(pipe_t *pp, lstage_t *ls)
     return st;
 }
 
-ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind)
+/* The releaser of the weights this rank's stages hold copies of (exec/stage.h). */
+static ipu_release_t *local_release(ipu_graph_t *g, const int *node_stage, const pipe_t *pp)
+{
+    unsigned char *local = calloc((size_t)g->n_nodes + 1, 1);
+    if (local == NULL)
+        return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        local[i] = node_stage[i] >= 0 && pipe_stage_rank(pp, node_stage[i]) == pp->rank;
+    ipu_release_t *r = ipu_prepare_release(g, local);
+    free(local);
+    return r;
+}
+
+ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_binding_t *bind,
+                              ipu_graph_t *g)
 {
     const ipu_pipeline_params_t *p = pp->p;
     pp->ls = calloc((size_t)pp->K, sizeof(lstage_t));
     if (pp->ls == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    /* the weights the local stages hold copies of, freed as they load */
+    ipu_release_t *release = local_release(g, node_stage, pp);
     int64_t total = pp->W + (p->micro_batches - pp->replica + pp->R - 1) / pp->R;
     ipu_status_t st = IPU_OK;
     for (int i = 0; i < pp->K && st == IPU_OK; i++) {
@@ -81,10 +97,12 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
         ipu_prepare_params_t pr = {
             .node_stage = node_stage, .stage = ls->s, .where = where,
             .flags = (ls->s == 0 ? IPU_STAGE_FIRST : 0) | (ls->s == pp->S - 1 ? IPU_STAGE_LAST : 0),
-            .profile = p->profile > 0};
+            .profile = p->profile > 0, .release = release};
         if ((st = ipu_prepare_stage(pp->g, &pr, ls->dev, &ls->stage)) == IPU_OK)
             st = list_boundaries(pp, ls);
+        ls->stage.release = NULL;
     }
+    ipu_prepare_release_end(release);
     if (st == IPU_OK) /* buffers of the links this rank sends or receives */
         st = pipe_alloc_link_buffers(pp);
     return st;
@@ -280,13 +298,7 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
         /* the ranks of this host share its cores */
         int bound = p->bind && ipu_binding_plan(hosts->local_rank, hosts->local_size, pp->K,
                                                    p->threads, &bind) == IPU_OK;
-        st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL);
-    }
-    if (st == IPU_OK) { /* every local stage loaded: ours of the weights they hold go */
-        const ipu_stage_t *loaded[pp->n_ls > 0 ? pp->n_ls : 1];
-        for (int i = 0; i < pp->n_ls; i++)
-            loaded[i] = &pp->ls[i].stage;
-        ipu_prepare_release(g, loaded, pp->n_ls);
+        st = pipe_build_local(pp, plan->node_stage, bound ? &bind : NULL, g);
     }
     return st;
 }

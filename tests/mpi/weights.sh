@@ -4,11 +4,13 @@
 # ranks; each rank must copy only its own stage's weight. Its peak RSS above
 # that of the same model with 32 KiB weights (measured here, same ranks)
 # must stay under 80 MiB: its own 32 MiB, the copy of it that the MatMul
-# keeps in oneDNN's layout (another 32 MiB; the original is not freed yet)
-# plus activations; the other rank's weight would add 32 MiB more. Parsing
-# the whole model on every rank (protobuf-c copies every weight, and the
-# file's pages are read) cost 120 MiB more. Outputs must equal the
-# single-rank run's.
+# keeps in oneDNN's layout (another 32 MiB; the original is freed only once
+# the copy is made) plus activations; the other rank's weight would add 32
+# MiB more. Parsing the whole model on every rank (protobuf-c copies every
+# weight, and the file's pages are read) cost 120 MiB more. Outputs must
+# equal the single-rank run's. One rank of four 16 MiB weights: each is
+# freed as soon as its MatMul has its copy, so the peak holds the four
+# copies and one original (+80 MiB), not both of every weight (+128).
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import onnx, numpy" 2>/dev/null || { echo "SKIP: no onnx/numpy"; exit 77; }
@@ -68,5 +70,34 @@ EOF
 run_mpi 3 "$W/folded.onnx" --batches 3 --output-dir "$W/fout"
 if [ $? -eq 0 ] && diff -r "$W/fref" "$W/fout" >/dev/null; then ok "folded weights: 3-rank outputs identical to one rank"
 else fail "folded weights: 3 ranks"; echo "$OUT" | tail -3; fi
+# chain K WIDTH OUT: x[1, 1024] -> MatMul [1024, WIDTH] -> MatMul [WIDTH, 1024], K times
+chain() {
+    "$PYTHON_REF" - "$@" <<'EOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+k, w = int(sys.argv[1]), int(sys.argv[2]); rng = np.random.default_rng(5)
+nodes, inits, x = [], [], "x"
+for i in range(k):
+    shape = (1024, w) if i % 2 == 0 else (w, 1024)
+    inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.03).astype(np.float32), f"w{i}"))
+    nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"h{i}"], name=f"mm{i}"))
+    x = f"h{i}"
+g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+                      [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 1024])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[3])
+EOF
+}
+chain 4 4096 "$W/chain.onnx" && chain 4 4 "$W/chain_small.onnx" || { fail "making the chains"; exit 1; }
+peak1() { # peak1 MODEL: the peak RSS in MiB of a single-rank run (a child's ru_maxrss)
+    "$PYTHON_REF" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$EXE" "$1" --batches 2
+}
+s=$(peak1 "$W/chain_small.onnx") && b=$(peak1 "$W/chain.onnx") || { fail "the 1-rank chain runs"; exit 1; }
+if awk -v s="$s" -v b="$b" 'BEGIN { exit !(b - s > 64 && b - s < 104) }'; then
+    ok "one rank of four 16 MiB weights: peak +$(awk -v s="$s" -v b="$b" 'BEGIN{print b-s}') MiB (copies, one original)"
+else
+    fail "one rank of four 16 MiB weights: peak RSS $b MiB, $s MiB with 16 KiB weights (must add 64-104 MiB)"
+fi
 echo "weights: $fails failure(s)"
 [ "$fails" -eq 0 ]

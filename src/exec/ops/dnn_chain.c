@@ -82,10 +82,13 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
      * for the pointwise Conv after it to read as it is */
     const int rank = g->values[c->outputs[0]].rank;
     if (n > 1 && all_concats(g, readers, n) && rank >= 3 && rank <= 5) {
-        if ((st = ipu_dnn_relayout_channels_last(c, pc->p)) == IPU_OK)
+        if (ipu_dnn_relayout_channels_last(c, pc->p) == IPU_OK) {
             ipu_debug("node '%s' (%s): output kept channels-last for %d Concats", c->name,
                       c->op_type, n);
-        return st;
+            return IPU_OK;
+        } /* p unchanged: converted into ours, as below */
+        ipu_debug("node '%s' (%s): output not kept channels-last (%s)", c->name, c->op_type,
+                  ipu_error_message());
     }
     for (int j = 0; j < n && ok; j++) {
         ipu_node_t *r = &g->nodes[readers[j]];
@@ -93,9 +96,9 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         int as_res = slots[j] == pr->res_slot;
         /* a lazy reader: only as remade to read pc's layout as it is */
         how[j] = pr->p ? ipu_dnn_can_chain(pc->p, pr->p, as_res) : IPU_DNN_CHAIN_REORDER;
-        /* a value that a Concat reads along with other readers (a DenseNet
-         * feature, read by every later Concat of its block) is converted
-         * once into ours and copied from there, not converted by each */
+        /* a value that a Concat reads along with other readers, not only
+         * Concats, is converted once into ours and copied from there, not
+         * converted by each */
         if (pr->adopt_sources && n > 1)
             how[j] = 0;
         /* 0: the producer writes ours, which a remade reader could not change */

@@ -69,12 +69,21 @@ IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int6
     }
 }
 
-/* y = x * a[c] + b[c] over rows rows of C channels (channels-last), then
- * Relu when relu. */
+/* y = (x - mean) * inv * s + b over rows rows of C channels (channels-last),
+ * then Relu when relu: a[c] holds channel c's inv on entry, its factor
+ * after, b[c] its offset, each computed as norm_row does (the same clone,
+ * so the same rounding as in our layout). */
 IPU_EW_HOT static void norm_rows_channels_last(float *restrict y, const float *restrict x,
-                                               int64_t rows, int64_t C, const float *restrict a,
-                                               const float *restrict b, int relu)
+                                               int64_t rows, int64_t C, float *restrict a,
+                                               float *restrict b, const float *restrict mean,
+                                               const float *restrict s,
+                                               const float *restrict bias, int relu)
 {
+    for (int64_t c = 0; c < C; c++) {
+        const float f = a[c] * s[c];
+        a[c] = f;
+        b[c] = bias[c] - mean[c] * f;
+    }
     for (int64_t r = 0; r < rows; r++, x += C, y += C) {
         if (relu) {
             for (int64_t c = 0; c < C; c++) {
@@ -227,9 +236,10 @@ static ipu_status_t norm_infer(ipu_graph_t *g, ipu_node_t *n)
     return kind == N_INSTANCE ? IPU_OK : norm_state(n, x, kind);
 }
 
-/* Where a LayerNormalization's own scratch starts, after the primitive's:
- * Scale and B expanded to the row length, then the rows' mean and
- * variance. */
+/* Where a node's own scratch starts, after the primitive's: for a
+ * LayerNormalization, Scale and B expanded to the row length, then the
+ * rows' mean and variance; for a BatchNormalization, each channel's factor
+ * and offset (channels-last). */
 static size_t own_offset(const ipu_node_t *n)
 {
     return (ipu_dnn_scratch(norm_dnn(n)) + 63) / 64 * 64;
@@ -311,11 +321,9 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         if (ctx->scratch_bytes < own_offset(n) + 2 * sizeof(float) * (size_t)C)
             return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
         float *a = (float *)((char *)ctx->scratch + own_offset(n)), *b = a + C;
-        for (int64_t c = 0; c < C; c++) {
-            a[c] = 1.0f / sqrtf(var[c] + eps) * scale[c]; /* as norm_row */
-            b[c] = bias[c] - mean[c] * a[c];
-        }
-        norm_rows_channels_last(y, x, N * S, C, a, b, relu);
+        for (int64_t c = 0; c < C; c++)
+            a[c] = 1.0f / sqrtf(var[c] + eps); /* as the loop of our layout below */
+        norm_rows_channels_last(y, x, N * S, C, a, b, mean, scale, bias, relu);
         return IPU_OK;
     }
     if (kind == N_BATCH && !ipu_dnn_plain(norm_dnn(n)) && norm_dnn(n)) {
