@@ -2,6 +2,13 @@
 #include "exec/onednn_impl.h"
 
 static const dnnl_format_tag_t act_tag[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
+static const dnnl_format_tag_t last_tag[4] = {dnnl_format_tag_undef, dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+
+/* Channels per group below which the activations are asked channels-last
+ * instead of in the layout oneDNN prefers: its blocked deconvolution
+ * kernels pad the channels to a block (16 on AVX-512), so a group of 1 to
+ * 15 channels does up to 16 times the work; channels-last pads nothing. */
+#define BLOCKED_MIN_CHANNELS 16
 
 /* ONNX's W [C, M/group, k...] as oneDNN's deconvolution weights, whose
  * logical dims are ([group,] M/group, C/group, k...): strides over our
@@ -58,12 +65,13 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
                                          dnnl_format_tag_any),
             "describing W");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
-    /* the activations in the layout the primitive prefers, reordered to and
-     * from ours inside the op, as for convolutions */
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
-            "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
-            "describing Y");
+    /* the activations in the layout the primitive prefers (channels-last for
+     * few channels), reordered to and from ours inside the op, as for
+     * convolutions */
+    const int few = d->C / d->group < BLOCKED_MIN_CHANNELS || d->M / d->group < BLOCKED_MIN_CHANNELS;
+    const dnnl_format_tag_t act_any = few ? last_tag[nd] : dnnl_format_tag_any;
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, act_any), "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, act_any), "describing Y");
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");
     DNN_TRY(dnnl_dilated_deconvolution_forward_desc_init(
                 &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_any, &wei_any,
