@@ -8,6 +8,7 @@
 #include "common/log.h"
 
 #include <dnnl_debug.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +36,45 @@ dnnl_engine_t dnn_engine(void)
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
+/* Bytes of a primitive's source, weights and destination below which it is
+ * made for one thread, and run by one: its work is then shorter than
+ * waking the rest of the team for it (OpenMP's fork and join), which made
+ * a small model slower on 2 threads than on 1. */
+#define DNN_SMALL_BYTES ((size_t)256 << 10)
+
+/* The team size the last dnn_pd_create() of this thread made its pd for. */
+static _Thread_local int g_made_threads = 1;
+
+static size_t pd_io_bytes(const_dnnl_primitive_desc_t pd)
+{
+    static const dnnl_query_t what[] = {dnnl_query_src_md, dnnl_query_weights_md,
+                                        dnnl_query_dst_md};
+    size_t b = 0;
+    for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, what[i], 0);
+        b += md ? dnnl_memory_desc_get_size(md) : 0;
+    }
+    return b;
+}
+
 dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
                             const_dnnl_primitive_attr_t attr)
 {
     dnn_team_for_create();
-    return dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL);
+    g_made_threads = omp_get_max_threads();
+    dnnl_status_t s = dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL);
+    if (s == dnnl_success && g_made_threads > 1 && pd_io_bytes(*pd) < DNN_SMALL_BYTES) {
+        dnnl_primitive_desc_t one = NULL;
+        omp_set_num_threads(1); /* and so for the primitive dnn_finish makes */
+        if (dnnl_primitive_desc_create(&one, desc, attr, dnn_engine(), NULL) == dnnl_success) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = one;
+            g_made_threads = 1;
+        } else {
+            dnn_team_for_create();
+        }
+    }
+    return s;
 }
 
 dnnl_status_t dnn_engine_status(void)
@@ -299,6 +334,7 @@ ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)))
         p->pad_md = *md;
     p->pad_bytes = dnn_pd_scratch(pd);
+    p->threads = g_made_threads;
     dnn_log_impl(n, pd);
     DNN_TRY(dnnl_primitive_create(&p->prim, pd), "creating the primitive");
 out:
@@ -324,12 +360,18 @@ ipu_status_t dnn_made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_
 dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                   int user_pad, size_t *pad, dnnl_primitive_t *out)
 {
+    dnn_team_for_create();
+    return dnn_make_reorder_here(from, to, user_pad, pad, out);
+}
+
+dnnl_status_t dnn_make_reorder_here(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                                    int user_pad, size_t *pad, dnnl_primitive_t *out)
+{
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success && user_pad)
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    dnn_team_for_create();
     if (s == dnnl_success)
         s = dnnl_reorder_primitive_desc_create(&pd, from, dnn_engine(), to, dnn_engine(), attr);
     if (s == dnnl_success) {

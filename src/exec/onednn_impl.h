@@ -40,6 +40,7 @@ struct ipu_dnn {
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
     int relaid; /* Y reordered into dst_user, channels-last, not ours */
+    int threads; /* the team it was made for and runs with (1: a small one) */
     pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
     _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read
                                * without the lock by the runs */
@@ -155,6 +156,10 @@ ipu_status_t dnn_made(ipu_status_t st, dnnl_primitive_desc_t pd, dnnl_primitive_
  * user_pad; *pad grows to its scratchpad's size. */
 dnnl_status_t dnn_make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                int user_pad, size_t *pad, dnnl_primitive_t *out);
+/* dnn_make_reorder for the calling thread's OpenMP maximum as it is (a
+ * reorder run at once by a run's team), not the IPUs' team size. */
+dnnl_status_t dnn_make_reorder_here(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                                    int user_pad, size_t *pad, dnnl_primitive_t *out);
 
 /* The maker's further operand of ipu_dnn_exec(): extra[p->n_extra] will
  * be bound as dnnl_arg (DNNL_ARG_SCALE...) with md (at most DNN_MAX_EXTRA). */

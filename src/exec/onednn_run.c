@@ -18,7 +18,8 @@ static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stre
     *out = NULL;
     if (buf == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-    DNN_TRY(dnn_make_reorder(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
+    /* for the team that runs it now: a run's, or the loader's */
+    DNN_TRY(dnn_make_reorder_here(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
     DNN_TRY(dnn_run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
     *out = buf;
     buf = NULL;
@@ -262,7 +263,9 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
     if ((st = dnn_stream(n, &s)) != IPU_OK)
         return st;
     int threads = ctx->threads > 0 ? ctx->threads : 1;
-    if (omp_get_max_threads() != threads) /* set once by an IPU's worker */
+    if (p->threads > 0 && p->threads < threads) /* made for one (dnn_pd_create) */
+        threads = p->threads;
+    if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
     if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
         return st;

@@ -67,6 +67,8 @@ void oc_absent(op_case_t *c, int i)
     oc_node(c)->inputs[i] = -1;
 }
 
+int oc_threads = 1;
+
 ipu_status_t oc_run(op_case_t *c)
 {
     ipu_graph_t *g = c->g;
@@ -106,7 +108,7 @@ ipu_status_t oc_run(op_case_t *c)
         }
     }
     if (st == IPU_OK && !n->folded) {
-        ipu_kernel_ctx_t ctx = {.threads = 1};
+        ipu_kernel_ctx_t ctx = {.threads = oc_threads};
         if (n->op->scratch && (ctx.scratch_bytes = n->op->scratch(g, n)) > 0)
             ctx.scratch = aligned_alloc(64, (ctx.scratch_bytes + 63) / 64 * 64);
         st = n->op->run(n, in, c->out, &ctx);

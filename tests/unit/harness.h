@@ -34,6 +34,8 @@ void oc_absent(op_case_t *c, int i);
 /* Bind, infer and run; returns the first error status (message in
  * ipu_error_message()). */
 ipu_status_t oc_run(op_case_t *c);
+/* The kernel threads oc_run gives the op (ipu_kernel_ctx_t.threads; 1 unless set). */
+extern int oc_threads;
 const ipu_tensor_t *oc_output(op_case_t *c, int i);
 void oc_free(op_case_t *c);
 /* oc_run must fail with st and a one-line message naming the node

@@ -7,7 +7,10 @@
  * core (each call then waited for a scheduler time slice). Observable: the
  * process's thread count, which a parallel region of more threads raises
  * (libgomp keeps its team's threads). Reference: a run with --threads 1
- * starts no thread; with 2, at most one more. */
+ * starts no thread; with 2, at most one more. And with a team of 2, a
+ * primitive too small to be worth waking the team for (exec/onednn.c:
+ * DNN_SMALL_BYTES of source, weights and destination) is made for and run
+ * by one thread: it starts none, while a larger one starts the second. */
 #include "exec/onednn.h"
 #include "harness.h"
 
@@ -77,9 +80,27 @@ static void test_team_of_one(void **state)
     assert_int_equal(process_threads(), before);
 }
 
+static void test_small_on_one(void **state)
+{
+    (void)state;
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        skip();
+    int before = process_threads();
+    ipu_dnn_set_threads(2);
+    oc_threads = 2;
+    run_conv(8, 8, 1); /* 2 + 0.25 + 2 KiB */
+    run_conv(8, 10, 3); /* direct: Winograd's weight reorder fixes its team when made */
+    assert_int_equal(process_threads(), before);
+    run_conv(256, 14, 1); /* 196 + 256 + 196 KiB */
+    assert_int_equal(process_threads(), before + 1);
+    oc_threads = 1;
+    ipu_dnn_set_threads(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_on_one),
         cmocka_unit_test(test_team_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
