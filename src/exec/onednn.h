@@ -272,8 +272,10 @@ void ipu_dnn_free(ipu_dnn_t *p);
  * thread's OpenMP maximum and runs them with that many threads whatever the
  * runner's team: a primitive made for 2 threads and run by an IPU of 1 core
  * puts two spinning threads on that core. So every primitive is made for
- * this many threads, on whichever thread makes it. Process-wide; the last
- * call wins. */
+ * this many threads, on whichever thread makes it, but for one where its
+ * source, weights and destination are small (under 256 KiB: waking the
+ * team costs more than the work), and each runs with the team it was made
+ * for. Process-wide; the last call wins. */
 void ipu_dnn_set_threads(int threads);
 /* The team size ipu_dnn_set_threads set. */
 int ipu_dnn_threads(void);
