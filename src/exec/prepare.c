@@ -7,9 +7,6 @@
 #include "graph/fold_bn.h"
 #include "graph/fuse.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
 {
     ipu_status_t st;
@@ -19,19 +16,6 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
         (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
     return ipu_dnn_chain(g);
-}
-
-ipu_release_t *ipu_prepare_release(ipu_graph_t *g, const unsigned char *local)
-{
-    if (local)
-        return ipu_release_new(g, local);
-    unsigned char *all = malloc((size_t)g->n_nodes + 1);
-    if (all == NULL)
-        return NULL;
-    memset(all, 1, (size_t)g->n_nodes + 1);
-    ipu_release_t *r = ipu_release_new(g, all);
-    free(all);
-    return r;
 }
 
 size_t ipu_prepare_release_end(ipu_release_t *r)
@@ -53,8 +37,9 @@ ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t 
                                             g->n_outputs, out);
     if (st == IPU_OK && p->profile)
         st = ipu_stage_profile(out);
-    out->release = p->release;
+    out->release = p->release; /* for the load only */
     if (st == IPU_OK && (st = ipu_device_load(dev, out)) != IPU_OK && p->where)
         st = ipu_error(st, "%s: %s", p->where, ipu_error_message());
+    out->release = NULL;
     return st;
 }

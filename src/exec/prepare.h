@@ -38,12 +38,9 @@ typedef struct ipu_prepare_params {
 ipu_status_t ipu_prepare_stage(const ipu_graph_t *g, const ipu_prepare_params_t *p, ipu_device_t *dev,
                                ipu_stage_t *out);
 
-/* The releaser of this process's stages (ipu_release_new): local[i] != 0
- * for the nodes of the stages it loads; NULL local: every node. NULL when
- * out of memory (nothing is freed then). */
-struct ipu_release *ipu_prepare_release(ipu_graph_t *g, const unsigned char *local);
-/* Once every stage is loaded: ipu_release_end(r), with an info line of
- * what was freed; returns the bytes freed. */
+/* Once every stage is loaded: ipu_release_end(r) (r from ipu_release_new,
+ * exec/stage.h), with an info line of what was freed; returns the bytes
+ * freed. */
 size_t ipu_prepare_release_end(struct ipu_release *r);
 
 #endif

@@ -99,9 +99,8 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
     if ((st = ipu_prepare_shapes(g, inputs)) != IPU_OK)
         return st;
     /* the whole graph; the weights its nodes hold copies of freed as they load */
-    ipu_prepare_params_t pp = {.profile = s->opts.profile, .release = ipu_prepare_release(g, NULL)};
+    ipu_prepare_params_t pp = {.profile = s->opts.profile, .release = ipu_release_new(g, NULL)};
     st = ipu_prepare_stage(g, &pp, s->dev, &s->stage);
-    s->stage.release = NULL;
     s->released = ipu_prepare_release_end(pp.release) > 0;
     if (st == IPU_OK)
         s->prepared = 1;

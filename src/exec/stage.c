@@ -320,7 +320,7 @@ ipu_release_t *ipu_release_new(ipu_graph_t *g, const unsigned char *local)
             int v = nd->inputs[k];
             if (v < 0 || r->left[v] < 0)
                 continue;
-            if (local[i] && ipu_node_replaces(g, nd, k))
+            if ((local == NULL || local[i]) && ipu_node_replaces(g, nd, k))
                 r->left[v]++;
             else
                 r->left[v] = -1;

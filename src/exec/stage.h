@@ -101,8 +101,8 @@ ipu_status_t ipu_stage_load(const ipu_stage_t *s);
  * loading. From ipu_release_new on, g must not be inferred again (a stage
  * built later reads nothing freed: a freed value has no reader left). */
 typedef struct ipu_release ipu_release_t;
-/* local[i] != 0 for each node i of a stage this process will load.
- * NULL when out of memory: nothing is freed then. */
+/* local[i] != 0 for each node i of a stage this process will load (NULL:
+ * every node). NULL when out of memory: nothing is freed then. */
 ipu_release_t *ipu_release_new(ipu_graph_t *g, const unsigned char *local);
 /* Node i has loaded its copies (ipu_stage_load does this when the stage's
  * release is set): free the constants all of whose readers now have. */

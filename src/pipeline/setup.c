@@ -66,7 +66,7 @@ static ipu_release_t *local_release(ipu_graph_t *g, const int *node_stage, const
         return NULL;
     for (int i = 0; i < g->n_nodes; i++)
         local[i] = node_stage[i] >= 0 && pipe_stage_rank(pp, node_stage[i]) == pp->rank;
-    ipu_release_t *r = ipu_prepare_release(g, local);
+    ipu_release_t *r = ipu_release_new(g, local);
     free(local);
     return r;
 }
@@ -100,7 +100,6 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
             .profile = p->profile > 0, .release = release};
         if ((st = ipu_prepare_stage(pp->g, &pr, ls->dev, &ls->stage)) == IPU_OK)
             st = list_boundaries(pp, ls);
-        ls->stage.release = NULL;
     }
     ipu_prepare_release_end(release);
     if (st == IPU_OK) /* buffers of the links this rank sends or receives */

@@ -80,8 +80,7 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
      * feature, read by every later Concat of its block): converted once,
      * channels-last, which each Concat copies as runs of channels and writes
      * for the pointwise Conv after it to read as it is */
-    const int rank = g->values[c->outputs[0]].rank;
-    if (n > 1 && all_concats(g, readers, n) && rank >= 3 && rank <= 5) {
+    if (n > 1 && all_concats(g, readers, n)) {
         if (ipu_dnn_relayout_channels_last(c, pc->p) == IPU_OK) {
             ipu_debug("node '%s' (%s): output kept channels-last for %d Concats", c->name,
                       c->op_type, n);
