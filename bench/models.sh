@@ -25,9 +25,12 @@
 # the engines' speed, and VGG-16 at batch 8 needs more than the default
 # IPU's 900 MiB), IPU_EXEC (default $top_builddir/ipu-exec),
 # top_builddir (default: this tree), PYTHON_REF (default /usr/bin/python3),
-# MODEL_CACHE (default $top_builddir/tests/models/cache).
+# MODEL_CACHE (default $top_builddir/tests/models/cache), BENCH_PEER (node:
+# onnxruntime-node by bench/ort_run.js, the default; python: the onnxruntime
+# wheel of PEER_PYTHON, default python3, by bench/ort_run.py; unset and no
+# node but PEER_PYTHON imports onnxruntime: python).
 # Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
-# missing (node/npm, torch, ipu-exec).
+# missing (node/npm or onnxruntime for python, torch, ipu-exec).
 set -eu
 # oneDNN's ISA cap would make the comparison unfair: the bench runs oneDNN
 # with its own detection.
@@ -54,9 +57,27 @@ die() { echo "bench/models.sh: $*" >&2; exit 1; }
 command -v taskset >/dev/null 2>&1 || skip "taskset not found (util-linux)"
 "$PYTHON_REF" -c 'import torch, torchvision, onnx' 2>/dev/null ||
     skip "$PYTHON_REF with torch, torchvision and onnx is needed to make the models"
-rc=0
-"$here/setup.sh" >&2 || rc=$?
-[ $rc -eq 0 ] || { [ $rc -eq 77 ] && exit 77; die "bench/setup.sh failed"; }
+PEER_PYTHON=${PEER_PYTHON:-python3}
+peer=${BENCH_PEER:-}
+if [ -z "$peer" ]; then
+    peer=node
+    command -v node >/dev/null 2>&1 ||
+        ! "$PEER_PYTHON" -c 'import onnxruntime' 2>/dev/null || peer=python
+fi
+case $peer in
+node)
+    rc=0
+    "$here/setup.sh" >&2 || rc=$?
+    [ $rc -eq 0 ] || { [ $rc -eq 77 ] && exit 77; die "bench/setup.sh failed"; }
+    peer_version="onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version")"
+    ;;
+python)
+    peer_version=$("$PEER_PYTHON" -c 'import onnxruntime; print(onnxruntime.__version__)' 2>/dev/null) ||
+        skip "$PEER_PYTHON cannot import onnxruntime (BENCH_PEER=python)"
+    peer_version="onnxruntime (python) $peer_version"
+    ;;
+*) die "BENCH_PEER=$peer: node or python" ;;
+esac
 
 names=${*:-${BENCH_MODELS:-$("$PYTHON_REF" "$here/../tests/models/make_models.py" --list)}}
 mkdir -p "$cache"
@@ -84,16 +105,21 @@ ipu_round() { # model-dir [--check]
 ort_round() {
     d=$1
     out=$tmp/ort.out
-    taskset -c "$core" node "$here/ort_run.js" "$d/model.onnx" --inputs "$d/test_data_set_0" \
+    if [ "$peer" = python ]; then
+        set -- "$PEER_PYTHON" "$here/ort_run.py"
+    else
+        set -- node "$here/ort_run.js"
+    fi
+    taskset -c "$core" "$@" "$d/model.onnx" --inputs "$d/test_data_set_0" \
         --threads "$threads" --runs "$runs" >"$out" 2>&1 || {
         sed 's/^/  onnxruntime: /' "$out" | tail -n 3 >&2; return 1; }
     sed -n 's/.*"median_ms":\([0-9.eE+-]*\),"min_ms":\([0-9.eE+-]*\).*/\1 \2/p' "$out" | grep . ||
-        { echo "  ort_run.js printed no median" >&2; return 1; }
+        { echo "  $(basename "$2") printed no median" >&2; return 1; }
 }
 
 # the CPU and the instruction set oneDNN dispatches to there, as ipu-exec info says
 isa=$("$IPU_EXEC" info 2>/dev/null | sed -n 's/.*; cpu \(.*\), \(oneDNN [0-9.]*\) isa \([a-z0-9_]*\);.*/\1; \2 isa \3/p' | head -n 1)
-echo "ipu-exec vs onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version"):" \
+echo "ipu-exec vs $peer_version:" \
      "batch $batch, $threads thread$([ "$threads" -gt 1 ] && echo s) each, core$([ "$threads" -gt 1 ] && echo s) $core, $rounds rounds x $runs runs" \
      "(${isa:-$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')})"
 echo

@@ -27,6 +27,7 @@ Usage: make_models.py OUT [NAME ...] [--batch N] [--opset K] [--force]
 Exit status: 0 ok, 2 bad usage, 77 when torch/torchvision/onnx are missing.
 """
 import argparse
+import inspect
 import math
 import os
 import shutil
@@ -274,6 +275,13 @@ ZOO.update({
 # Export
 # --------------------------------------------------------------------------
 
+# The TorchScript exporter, which gives the opset-K graphs the tests expect:
+# torch >= 2.9 defaults to the dynamo exporter (dynamo=True), older torch has
+# no such keyword.
+TORCHSCRIPT_EXPORTER = ({"dynamo": False}
+                        if "dynamo" in inspect.signature(torch.onnx.export).parameters else {})
+
+
 def write_tensor(path, array, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
@@ -312,7 +320,7 @@ def export(name, out, batch, opset, force):
     # nn.TransformerEncoderLayer (taken under no_grad) has no ONNX symbolic.
     torch.onnx.export(model, args, path, opset_version=opset,
                       input_names=in_names, output_names=out_names,
-                      do_constant_folding=True)
+                      do_constant_folding=True, **TORCHSCRIPT_EXPORTER)
     onnx.checker.check_model(path)
     for i, a in enumerate(args):
         write_tensor(os.path.join(data, f"input_{i}.pb"), a.numpy(), in_names[i])
