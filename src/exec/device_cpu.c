@@ -125,6 +125,7 @@ ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
                          "model over more IPUs", dev->params.index, msg);
     }
     ipu_status_t st = ipu_stage_load(stage);
+    ipu_dnn_end_host_team(); /* the load's weight reorders ran here */
     if (st != IPU_OK)
         return st;
     uint8_t *arena = alloc64(stage->plan.arena_bytes);

@@ -290,6 +290,17 @@ int ipu_dnn_threads(void);
  * "0,2"; W as pinned before the team was bound). */
 void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus);
 
+/* Ends the OpenMP threads that the calling thread's own parallel regions
+ * started (oneDNN's weight reorders at load and the node measurements run
+ * on the host thread, with the IPU's team size), so that only the IPUs'
+ * teams remain. While such threads live libgomp counts them as managed
+ * threads, and with more managed threads than the process has CPUs it
+ * throttles every team's spinning (the GOMP_SPINCOUNT "throttled" count,
+ * a few microseconds): an IPU's team then sleeps between two primitives
+ * and is woken by a futex for the next. Call it on the host thread when
+ * that work is done; the next parallel region there starts threads anew. */
+void ipu_dnn_end_host_team(void);
+
 /* Activations kept in oneDNN's layout between two primitives: how
  * consumer can read producer's output in producer's layout (as its input
  * X, or as_residual as its residual R, which is in its output's layout):

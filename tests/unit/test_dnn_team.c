@@ -10,7 +10,10 @@
  * starts no thread; with 2, at most one more. And with a team of 2, a
  * primitive too small to be worth waking the team for (exec/onednn.c:
  * DNN_SMALL_BYTES of source, weights and destination) is made for and run
- * by one thread: it starts none, while a larger one starts the second. */
+ * by one thread: it starts none, while a larger one starts the second.
+ * The host thread's own team (a load's weight reorders run there) ends with
+ * ipu_dnn_end_host_team(): libgomp would otherwise count its threads with
+ * the IPUs' teams and throttle their spinning. */
 #include "exec/onednn.h"
 #include "harness.h"
 
@@ -97,9 +100,31 @@ static void test_small_on_one(void **state)
     ipu_dnn_set_threads(1);
 }
 
+static void test_end_host_team(void **state)
+{
+    (void)state;
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        skip();
+    ipu_dnn_end_host_team(); /* whatever the tests before left */
+    int before = process_threads();
+    ipu_dnn_set_threads(2);
+    oc_threads = 2;
+    run_conv(256, 14, 1);
+    assert_int_equal(process_threads(), before + 1);
+    ipu_dnn_end_host_team();
+    assert_int_equal(process_threads(), before);
+    run_conv(256, 14, 1); /* a later region starts its team again */
+    assert_int_equal(process_threads(), before + 1);
+    ipu_dnn_end_host_team();
+    assert_int_equal(process_threads(), before);
+    oc_threads = 1;
+    ipu_dnn_set_threads(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_end_host_team),
         cmocka_unit_test(test_small_on_one),
         cmocka_unit_test(test_team_of_one),
     };
