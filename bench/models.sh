@@ -28,7 +28,7 @@
 # MODEL_CACHE (default $top_builddir/tests/models/cache), BENCH_PEER (node:
 # onnxruntime-node by bench/ort_run.js, the default; python: the onnxruntime
 # wheel of PEER_PYTHON, default python3, by bench/ort_run.py; unset and no
-# node but PEER_PYTHON imports onnxruntime: python).
+# node but PEER_PYTHON imports onnxruntime, onnx and numpy: python).
 # Exit: 0 table printed, 1 an engine failed on a model, 77 a prerequisite is
 # missing (node/npm or onnxruntime for python, torch, ipu-exec).
 set -eu
@@ -62,7 +62,7 @@ peer=${BENCH_PEER:-}
 if [ -z "$peer" ]; then
     peer=node
     command -v node >/dev/null 2>&1 ||
-        ! "$PEER_PYTHON" -c 'import onnxruntime' 2>/dev/null || peer=python
+        ! "$PEER_PYTHON" -c 'import onnxruntime, onnx, numpy' 2>/dev/null || peer=python
 fi
 case $peer in
 node)
@@ -72,8 +72,8 @@ node)
     peer_version="onnxruntime-node $(node -p "require('$here/node_modules/onnxruntime-node/package.json').version")"
     ;;
 python)
-    peer_version=$("$PEER_PYTHON" -c 'import onnxruntime; print(onnxruntime.__version__)' 2>/dev/null) ||
-        skip "$PEER_PYTHON cannot import onnxruntime (BENCH_PEER=python)"
+    peer_version=$("$PEER_PYTHON" -c 'import onnx, numpy, onnxruntime; print(onnxruntime.__version__)' 2>/dev/null) ||
+        skip "$PEER_PYTHON cannot import onnxruntime, onnx and numpy (BENCH_PEER=python)"
     peer_version="onnxruntime (python) $peer_version"
     ;;
 *) die "BENCH_PEER=$peer: node or python" ;;

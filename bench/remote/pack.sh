@@ -19,7 +19,8 @@ trap 'rm -rf "$stage"' EXIT
 R=$stage/root
 mkdir -p "$R/bin" "$R/lib/ucx" "$R/lib/hwloc" "$R/lib/openmpi/lib/openmpi3" \
          "$R/share" "$R/etc" "$R/pmix2/lib/pmix" "$R/pmix2/share"
-file -L "$exe" | grep -q ELF || { echo "make_bundle.sh: $exe is not an ELF (libtool wrapper? take .libs/)" >&2; exit 1; }
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+is_elf "$exe" || { echo "pack.sh: $exe is not an ELF (libtool wrapper? take .libs/)" >&2; exit 1; }
 install -m755 "$exe" "$R/bin/ipu-exec"
 for b in orterun orted ompi_info; do install -m755 "/usr/bin/$b" "$R/bin/$b"; done
 ln -s orterun "$R/bin/mpirun"; ln -s orterun "$R/bin/mpiexec"
@@ -31,7 +32,7 @@ cp -a "$L"/pmix2/lib/pmix/. "$R/pmix2/lib/pmix/"
 cp -a "$L"/pmix2/share/. "$R/pmix2/share/"
 cp -a "$L"/ucx/. "$R/lib/ucx/"
 rm -f "$R"/lib/ucx/*.a "$R"/lib/ucx/*.la
-# hwloc: pci and opencl (xml_libxml would pull in ICU's 30 MB, gl X11)
+# hwloc: pci and opencl (xml_libxml would pull in ICU, gl X11)
 for p in hwloc_pci.so hwloc_opencl.so; do [ -e "$L/hwloc/$p" ] && cp -a "$L/hwloc/$p" "$R/lib/hwloc/"; done
 
 glibc='^(libc|libm|libmvec|ld-linux-x86-64|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libBrokenLocale|libthread_db|libnss_[a-z]+|libc_malloc_debug)\.so'
@@ -40,17 +41,20 @@ declare -A have
 while :; do
     new=0
     while IFS= read -r f; do
-        file -L "$f" | grep -q 'ELF 64-bit' || continue
+        is_elf "$f" || continue
+        if ldd "$f" 2>/dev/null | grep -q 'not found'; then
+            echo "pack.sh: $f: $(ldd "$f" | grep 'not found' | head -n 1 | sed 's/^[[:space:]]*//')" >&2
+            exit 1
+        fi
         while read -r name path; do
             [[ $name =~ $glibc ]] && continue
             [ -n "${have[$name]:-}" ] && continue
-            [ -f "$path" ] || { echo "make_bundle.sh: $f: $name not found" >&2; exit 1; }
+            [ -f "$path" ] || { echo "pack.sh: $f: $name not found" >&2; exit 1; }
             cp -L "$path" "$R/lib/$name"; have[$name]=$path; new=1
         done < <(ldd "$f" 2>/dev/null | sed -n 's/^[[:space:]]*\([^ ]*\) => \(\/[^ ]*\) .*/\1 \2/p')
     done < <(find "$R" -type f \( -name '*.so*' -o -path "$R/bin/*" \))
     [ $new -eq 0 ] && break
 done
-# libpmix is found by the plugins at pmix2/lib too (Open MPI's ext3x links it by soname)
 printf '%s\n' "${!have[@]}" | sort > "$R/MANIFEST.libs"
 for n in $(sort <<<"$(printf '%s\n' "${!have[@]}")"); do echo "$n ${have[$n]}"; done > "$R/MANIFEST.sources"
 (cd "$R" && find . -type f -o -type l | sort) > "$stage/list"

@@ -27,9 +27,11 @@
 # whole script, 540; every step's timeout is cut to what is left),
 # DEV_TOP_BUILDDIR (/tmp/ipu-remote-build: the top_builddir of the benches,
 # holding the wrapper ipu-exec and the model cache; never a real build),
-# DEV_UNPACK (/tmp/ipu-bundle), DEV_MPI_MODE (auto: relocate Open MPI/PMIx
-# with OPAL_*/PMIX_* variables and, if mpirun fails so, copy the plugin trees
-# to their Debian paths where those do not exist; relocate; copy),
+# DEV_UNPACK (/tmp/ipu-bundle: emptied first, so it must be absent or a
+# previous unpack), DEV_MPI_MODE (relocate, the default: Open MPI/PMIx find
+# the bundle's plugins through OPAL_*/PMIX_* variables; copy: the plugin
+# trees are copied to their Debian paths, each only where absent, and left
+# there, for a machine of your own where relocation fails),
 # BENCH_PEER (default python unless bench/node_modules has onnxruntime-node),
 # DEV_PYTHON (the python to try first; else python3 on PATH, /usr/bin/python3:
 # the first that imports torch, torchvision and onnx makes the models, the
@@ -48,7 +50,7 @@ ROUNDS=${DEV_ROUNDS:-2}
 DEADLINE=${DEV_DEADLINE:-540}
 TOP=${DEV_TOP_BUILDDIR:-/tmp/ipu-remote-build}
 UNPACK=${DEV_UNPACK:-/tmp/ipu-bundle}
-MPI_MODE=${DEV_MPI_MODE:-auto}
+MPI_MODE=${DEV_MPI_MODE:-relocate}
 SCALE_MODEL=${DEV_SCALE_MODEL:-resnet50}
 SCALE_BATCHES=${DEV_SCALE_BATCHES:-64}
 SCALE_RANKS=${DEV_SCALE_RANKS:-2 4 8}
@@ -98,7 +100,7 @@ cpus=$(nproc)
 # one with onnxruntime (the peer): python3 on PATH unless it lacks them.
 pick_python() { # MODULES
     local p
-    for p in ${DEV_PYTHON:-} python3 /usr/bin/python3 python3.12 python; do
+    for p in ${DEV_PYTHON:-} python3 /usr/bin/python3 python; do
         p=$(command -v "$p") || continue
         "$p" -c "import $1" >/dev/null 2>&1 && { echo "$p"; return; }
     done
@@ -108,7 +110,7 @@ PY=$(pick_python "torch, torchvision, onnx")
 PEER_PY=$(pick_python "onnxruntime, onnx, numpy")
 
 : >"$LOG"
-step "device.sh: steps [$STEPS], models [$MODELS], deadline ${DEADLINE}s, OUT=$OUT, repo $REPO"
+step "run.sh: steps [$STEPS], models [$MODELS], deadline ${DEADLINE}s, OUT=$OUT, repo $REPO"
 
 # ---------------------------------------------------------------- machine
 {
@@ -157,6 +159,10 @@ with tarfile.open(sys.argv[1], "r:xz") as t:
     t.extractall(sys.argv[2], **kw)
 EOF
 }
+if [ -e "$UNPACK" ] && [ ! -f "$UNPACK/root/BUNDLE_INFO" ] && [ -n "$(ls -A "$UNPACK" 2>/dev/null)" ]; then
+    log "FATAL: $UNPACK is neither empty nor an earlier unpack: set DEV_UNPACK to another folder"
+    exit 1
+fi
 rm -rf "$UNPACK"
 mkdir -p "$UNPACK"
 unpack && [ -x "$UNPACK/root/bin/ipu-exec" ] || { log "FATAL: cannot unpack the bundle"; exit 1; }
@@ -209,7 +215,8 @@ copy_abs() {
             log "copy mode: $dst exists, left alone"
             continue
         fi
-        mkdir -p "$dst" && cp -a "$src/." "$dst/" && log "copy mode: $src -> $dst"
+        mkdir -p "$dst" && cp -a "$src/." "$dst/" 2>>"$LOG" &&
+            log "copy mode: $src -> $dst (left there: rm -r $dst to remove)"
     done <<EOF
 $R/lib/openmpi/lib/openmpi3 $L/openmpi/lib/openmpi3
 $R/share/openmpi /usr/share/openmpi
@@ -230,7 +237,8 @@ unset_relocation() {
 
 # ipu-exec where bench/pipeline.sh and bench/models.sh look: $top_builddir/ipu-exec
 mkdir -p "$TOP"
-if [ -e "$TOP/ipu-exec" ] && ! grep -q 'run.sh wrapper' "$TOP/ipu-exec" 2>/dev/null; then
+if { [ -e "$TOP/ipu-exec" ] && ! grep -q 'run.sh wrapper' "$TOP/ipu-exec" 2>/dev/null; } ||
+    [ -e "$TOP/config.status" ] || [ -e "$TOP/Makefile" ]; then
     log "FATAL: $TOP/ipu-exec is not this script's wrapper (a build?): set DEV_TOP_BUILDDIR to another folder"
     exit 1
 fi
@@ -250,13 +258,8 @@ if has_step smoke; then
     log "${miss:-none}"
     step "smoke: mpirun -np 2 --oversubscribe ipu-exec info"
     t 90 mpirun -np 2 --oversubscribe ipu-exec info >>"$LOG" 2>&1 || mpi_ok=0
-    if [ $mpi_ok -eq 0 ] && [ "$MPI_MODE" = auto ]; then
-        step "smoke: mpirun failed relocated; plugin trees copied to their Debian paths, again"
-        unset_relocation
-        copy_abs
-        mpi_ok=1
-        t 90 mpirun -np 2 --oversubscribe ipu-exec info >>"$LOG" 2>&1 || mpi_ok=0
-    fi
+    [ $mpi_ok -eq 1 ] || [ "$MPI_MODE" = copy ] ||
+        log "mpirun failed relocated: DEV_MPI_MODE=copy copies the plugin trees to their Debian paths"
     log "mpirun smoke: $([ $mpi_ok -eq 1 ] && echo ok || echo FAILED)"
     t 30 ompi_info --parsable --path all >>"$LOG" 2>&1
 fi
@@ -266,8 +269,8 @@ if has_step models; then
     b=$(budget 240)
     step "models: make_models.py $MODELS into $CACHE (timeout ${b}s)"
     mkdir -p "$CACHE"
-    # shellcheck disable=SC2086
     rc=0
+    # shellcheck disable=SC2086
     t "$b" "$PY" tests/models/make_models.py "$CACHE" $MODELS --batch 1 --opset 13 >>"$LOG" 2>&1 || rc=$?
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ]; then
         # make_models.py stops at the first model it cannot export: the
@@ -382,7 +385,8 @@ fi
 
 # ---------------------------------------------------------------- gcl
 # libgcl's always-on call check against a build without it (A: main with the
-# check patched out, /work/nocheck; B: main), on the network path
+# check patched out; B: the same tree without the patch; both made by
+# bench/remote/pack-gcl.sh), on the network path
 # (GCL_NO_SHM=1) and on shared memory; bench/remote/pack/gcl.tar.xz holds both gcl-bench
 # binaries with their libgcl.so.0 (wrappers set LD_LIBRARY_PATH).
 if has_step gcl; then

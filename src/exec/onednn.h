@@ -291,14 +291,18 @@ int ipu_dnn_threads(void);
 void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus);
 
 /* Ends the OpenMP threads that the calling thread's own parallel regions
- * started (oneDNN's weight reorders at load and the node measurements run
- * on the host thread, with the IPU's team size), so that only the IPUs'
- * teams remain. While such threads live libgomp counts them as managed
- * threads, and with more managed threads than the process has CPUs it
- * throttles every team's spinning (the GOMP_SPINCOUNT "throttled" count,
- * a few microseconds): an IPU's team then sleeps between two primitives
- * and is woken by a futex for the next. Call it on the host thread when
- * that work is done; the next parallel region there starts threads anew. */
+ * started (oneDNN's weight reorders at load, the constant folds before it
+ * and the node measurements run on the host thread, with the IPU's team
+ * size), so that only the IPUs' teams remain. While such threads live
+ * libgomp counts them as managed threads, and with more managed threads
+ * than the CPUs of the process's affinity mask when it started, it cuts
+ * every team's spinning to its short "throttled" count (100 spins; a
+ * GOMP_SPINCOUNT only lowers it): an IPU's team then sleeps between two
+ * primitives and is woken by a futex for the next. Call it on the host
+ * thread when that work is done; the next parallel region there starts
+ * threads anew. It ends the calling thread's pool whoever started it: a
+ * program of its own that calls the session API from a thread with an
+ * OpenMP team loses that team's threads (they start again when needed). */
 void ipu_dnn_end_host_team(void);
 
 /* Activations kept in oneDNN's layout between two primitives: how

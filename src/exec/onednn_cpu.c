@@ -77,8 +77,9 @@ void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus)
 void ipu_dnn_end_host_team(void)
 {
     /* libgomp frees the calling thread's pool of threads (OpenMP 5.0,
-     * omp_pause_resource_all; nothing to do when it has none) */
-    if (!omp_in_parallel() && omp_pause_resource_all(omp_pause_soft) != 0)
+     * omp_pause_resource_all; nothing to do when it has none); it refuses
+     * inside any parallel region, even of one thread */
+    if (omp_get_level() == 0 && omp_pause_resource_all(omp_pause_soft) != 0)
         ipu_debug("cannot end the host thread's OpenMP threads");
 }
 

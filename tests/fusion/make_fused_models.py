@@ -37,7 +37,7 @@ OUT/concat_chain/model.onnx x[1,3,20,20]: Concats between Convs, which the
 OUT/concat_chain_b2/      the same at batch 2
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
-import os, sys
+import inspect, os, sys
 import numpy as np
 import torch
 from onnx import numpy_helper
@@ -150,8 +150,11 @@ def export(name, model, inputs):
         ys = model(*inputs)
     in_names = [f"in{i}" for i in range(len(inputs))]
     out_names = [f"out{i}" for i in range(len(ys))]
+    # the TorchScript exporter (torch >= 2.9 defaults to dynamo's), as
+    # tests/models/make_models.py asks for it
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, inputs, os.path.join(d, "model.onnx"), opset_version=14,
-                      input_names=in_names, output_names=out_names)
+                      input_names=in_names, output_names=out_names, **legacy)
     for i, x in enumerate(inputs):
         save(x.numpy(), f"{d}/test_data_set_0/input_{i}.pb", in_names[i])
     for i, y in enumerate(ys):
