@@ -36,11 +36,10 @@ dnnl_engine_t dnn_engine(void)
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
-/* Bytes of a primitive's source, weights and destination below which it is
- * made for one thread, and run by one: its work is then shorter than
- * waking the rest of the team for it (OpenMP's fork and join), which made
- * a small model slower on 2 threads than on 1. */
-#define DNN_SMALL_BYTES ((size_t)256 << 10)
+/* A primitive whose source, weights and destination add up to less than
+ * IPU_TEAM_MIN_BYTES (graph/op.h) is made for one thread, and run by one:
+ * its work is then shorter than waking the rest of the team for it, which
+ * made a small model slower on 2 threads than on 1. */
 
 /* The team size the last dnn_pd_create() of this thread made its pd for. */
 static _Thread_local int g_made_threads = 1;
@@ -63,7 +62,7 @@ dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc
     dnn_team_for_create();
     g_made_threads = omp_get_max_threads();
     dnnl_status_t s = dnnl_primitive_desc_create(pd, desc, attr, dnn_engine(), NULL);
-    if (s == dnnl_success && g_made_threads > 1 && pd_io_bytes(*pd) < DNN_SMALL_BYTES) {
+    if (s == dnnl_success && g_made_threads > 1 && pd_io_bytes(*pd) < IPU_TEAM_MIN_BYTES) {
         dnnl_primitive_desc_t one = NULL;
         omp_set_num_threads(1); /* and so for the primitive dnn_finish makes */
         if (dnnl_primitive_desc_create(&one, desc, attr, dnn_engine(), NULL) == dnnl_success) {

@@ -35,6 +35,8 @@ OUT/concat_chain/model.onnx x[1,3,20,20]: Concats between Convs, which the
                           each, as torchvision's) whose features only Concats
                           read, the last Concat a graph output: 2 outputs
 OUT/concat_chain_b2/      the same at batch 2
+OUT/concat_chain_64/      the same on 64x64 (the dense block's Concats and
+                          BatchNormalizations over 256 KiB: run on 2 threads)
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
 import inspect, os, sys
@@ -166,3 +168,4 @@ export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
+export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))

@@ -9,13 +9,18 @@
  * (libgomp keeps its team's threads). Reference: a run with --threads 1
  * starts no thread; with 2, at most one more. And with a team of 2, a
  * primitive too small to be worth waking the team for (exec/onednn.c:
- * DNN_SMALL_BYTES of source, weights and destination) is made for and run
+ * IPU_TEAM_MIN_BYTES of source, weights and destination) is made for and run
  * by one thread: it starts none, while a larger one starts the second.
  * The host thread's own team (a load's weight reorders run there) ends with
  * ipu_dnn_end_host_team(): libgomp would otherwise count its threads with
- * the IPUs' teams and throttle their spinning. */
+ * the IPUs' teams and throttle their spinning. Our own row loops
+ * (ipu_ew_par_rows) split their rows over the team by the same size rule. */
 #include "exec/onednn.h"
+#include "exec/ops/ew.h"
 #include "harness.h"
+
+#include <omp.h>
+#include <stdatomic.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -140,10 +145,69 @@ static void test_end_host_team(void **state)
     assert_int_equal(threads_settled(before), before);
 }
 
+/* the chunks ipu_ew_par_rows handed out */
+typedef struct chunks {
+    atomic_int n;
+    int64_t r0[8], r1[8];
+    int thread[8];
+} chunks_t;
+
+static void record(void *arg, int64_t r0, int64_t r1)
+{
+    chunks_t *c = arg;
+    int i = atomic_fetch_add(&c->n, 1);
+    if (i < 8) {
+        c->r0[i] = r0;
+        c->r1[i] = r1;
+        c->thread[i] = omp_get_thread_num();
+    }
+}
+
+/* rows covered once each, in order of r0 */
+static void assert_cover(chunks_t *c, int64_t rows, int want_chunks)
+{
+    int n = atomic_load(&c->n);
+    assert_int_equal(n, want_chunks);
+    int64_t at = 0;
+    for (int k = 0; k < n; k++) {
+        int j = -1;
+        for (int i = 0; i < n; i++)
+            if (c->r0[i] == at)
+                j = i;
+        assert_true(j >= 0);
+        assert_true(c->r1[j] > at);
+        at = c->r1[j];
+    }
+    assert_true(at == rows);
+}
+
+static void test_par_rows(void **state)
+{
+    (void)state;
+    chunks_t c = {0};
+    ipu_ew_par_rows(2, 1001, IPU_TEAM_MIN_BYTES, record, &c); /* two threads */
+    assert_cover(&c, 1001, 2);
+    assert_int_not_equal(c.thread[0], c.thread[1]);
+    memset(&c, 0, sizeof c);
+    ipu_ew_par_rows(2, 1001, IPU_TEAM_MIN_BYTES - 1, record, &c); /* too small to wake the team */
+    assert_cover(&c, 1001, 1);
+    memset(&c, 0, sizeof c);
+    ipu_ew_par_rows(4, 3, IPU_TEAM_MIN_BYTES, record, &c); /* no more threads than rows */
+    assert_cover(&c, 3, 3);
+    memset(&c, 0, sizeof c);
+    ipu_ew_par_rows(1, 1001, (size_t)1 << 30, record, &c);
+    assert_cover(&c, 1001, 1);
+    memset(&c, 0, sizeof c);
+    ipu_ew_par_rows(2, 0, (size_t)1 << 30, record, &c);
+    assert_int_equal(atomic_load(&c.n), 0);
+    ipu_dnn_end_host_team();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_end_host_team, team_teardown),
+        cmocka_unit_test(test_par_rows),
         cmocka_unit_test(test_small_on_one),
         cmocka_unit_test(test_team_of_one),
     };

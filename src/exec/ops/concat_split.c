@@ -50,15 +50,23 @@ static void join_or_cut(ipu_tensor_t *whole, ipu_tensor_t *parts, int np, int ax
  * pass's): each source's rows of C_k channels, one per batch item and
  * position, into the output's rows of C. The runs are short (a DenseNet
  * feature's 32 channels): a loop, not a memcpy call per run. */
-IPU_EW_HOT static void concat_channels_last(float *restrict y, const ipu_tensor_t *in, int np,
-                                            int64_t rows, int64_t C)
+typedef struct cl_concat {
+    float *y;
+    const ipu_tensor_t *in;
+    int np;
+    int64_t C;
+} cl_concat_t;
+
+IPU_EW_HOT static void concat_channels_last(void *arg, int64_t r0, int64_t r1)
 {
+    const cl_concat_t *a = arg;
+    const int64_t C = a->C;
     int64_t off = 0;
-    for (int k = 0; k < np; k++) {
-        const int64_t ck = in[k].dims[1];
-        const float *restrict x = in[k].data;
-        for (int64_t r = 0; r < rows && x; r++) {
-            float *restrict d = y + r * C + off;
+    for (int k = 0; k < a->np; k++) {
+        const int64_t ck = a->in[k].dims[1];
+        const float *restrict x = a->in[k].data;
+        for (int64_t r = r0; r < r1 && x; r++) {
+            float *restrict d = a->y + r * C + off;
             const float *restrict s = x + r * ck;
 #pragma GCC unroll 4
             for (int64_t i = 0; i < ck; i++)
@@ -186,8 +194,9 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 {
     const concat_state_t *s = n->state;
     if (s && ipu_dnn_channels_last_io(s->dnn.p)) {
-        concat_channels_last(out[0].data, in, n->n_inputs,
-                             ipu_tensor_numel(&out[0]) / out[0].dims[1], out[0].dims[1]);
+        cl_concat_t a = {out[0].data, in, n->n_inputs, out[0].dims[1]};
+        ipu_ew_par_rows(ctx->threads, ipu_tensor_numel(&out[0]) / out[0].dims[1],
+                        2 * ipu_tensor_nbytes(&out[0]), concat_channels_last, &a);
         return IPU_OK;
     }
     if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {

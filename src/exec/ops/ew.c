@@ -2,6 +2,7 @@
 #include "exec/ops/ew.h"
 
 #include <math.h>
+#include <omp.h>
 
 ipu_status_t ipu_ew_check_arity(const ipu_node_t *n, int min_in, int max_in,
                                 int n_required, int max_out)
@@ -168,4 +169,23 @@ IPU_EW_HOT float ipu_ew_dot_f32(const float *x, const float *y, int64_t n)
     for (; i < n; i++)
         s += x[i] * y[i];
     return s;
+}
+
+void ipu_ew_par_rows(int threads, int64_t rows, size_t bytes, ipu_ew_rows_fn fn, void *arg)
+{
+    int t = threads < 1 ? 1 : threads;
+    if (t > rows)
+        t = (int)rows;
+    if (t <= 1 || bytes < IPU_TEAM_MIN_BYTES) {
+        if (rows > 0)
+            fn(arg, 0, rows);
+        return;
+    }
+#pragma omp parallel num_threads(t)
+    {
+        int64_t i = omp_get_thread_num(), n = omp_get_num_threads();
+        int64_t r0 = rows * i / n, r1 = rows * (i + 1) / n;
+        if (r1 > r0)
+            fn(arg, r0, r1);
+    }
 }

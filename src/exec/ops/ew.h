@@ -190,6 +190,14 @@ IPU_EW_INLINE float ipu_ew_erff(float x)
     return copysignf(t > 0.921875f ? big : small, x);
 }
 
+/* fn(arg, r0, r1) over the rows [0, rows) in contiguous chunks, one per
+ * thread of the calling IPU's team of threads (>= 1), when bytes (what the
+ * whole loop reads and writes) reach IPU_TEAM_MIN_BYTES and there are rows
+ * for more than one; else fn(arg, 0, rows) on this thread. For loops whose
+ * rows are independent: the result does not depend on the split. */
+typedef void (*ipu_ew_rows_fn)(void *arg, int64_t r0, int64_t r1);
+void ipu_ew_par_rows(int threads, int64_t rows, size_t bytes, ipu_ew_rows_fn fn, void *arg);
+
 /* Sum / maximum of n contiguous floats with 8 partial accumulators (so the
  * loop vectorises without -ffast-math); max of nothing is -inf. */
 float ipu_ew_sum_f32(const float *x, int64_t n);

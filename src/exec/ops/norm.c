@@ -69,23 +69,39 @@ IPU_EW_HOT static void norm_row(float *restrict y, const float *restrict x, int6
     }
 }
 
-/* y = (x - mean) * inv * s + b over rows rows of C channels (channels-last),
- * then Relu when relu: a[c] holds channel c's inv on entry, its factor
- * after, b[c] its offset, each computed as norm_row does (the same clone,
- * so the same rounding as in our layout). */
-IPU_EW_HOT static void norm_rows_channels_last(float *restrict y, const float *restrict x,
-                                               int64_t rows, int64_t C, float *restrict a,
-                                               float *restrict b, const float *restrict mean,
-                                               const float *restrict s,
-                                               const float *restrict bias, int relu)
+/* y = (x - mean) * inv * s + b over rows of C channels (channels-last),
+ * then Relu when relu. The factors first: a[c] holds channel c's inv on
+ * entry, its factor after, b[c] its offset, each computed as norm_row does
+ * (the same clone, so the same rounding as in our layout). */
+IPU_EW_HOT static void norm_factors_channels_last(int64_t C, float *restrict a, float *restrict b,
+                                                  const float *restrict mean,
+                                                  const float *restrict s,
+                                                  const float *restrict bias)
 {
     for (int64_t c = 0; c < C; c++) {
         const float f = a[c] * s[c];
         a[c] = f;
         b[c] = bias[c] - mean[c] * f;
     }
-    for (int64_t r = 0; r < rows; r++, x += C, y += C) {
-        if (relu) {
+}
+
+typedef struct cl_norm {
+    float *y;
+    const float *x, *a, *b;
+    int64_t C;
+    int relu;
+} cl_norm_t;
+
+/* rows [r0, r1) of ipu_ew_par_rows */
+IPU_EW_HOT static void norm_rows_channels_last(void *arg, int64_t r0, int64_t r1)
+{
+    const cl_norm_t *p = arg;
+    const int64_t C = p->C;
+    const float *restrict a = p->a, *restrict b = p->b;
+    const float *restrict x = p->x + r0 * C;
+    float *restrict y = p->y + r0 * C;
+    for (int64_t r = r0; r < r1; r++, x += C, y += C) {
+        if (p->relu) {
             for (int64_t c = 0; c < C; c++) {
                 float v = x[c] * a[c] + b[c];
                 y[c] = v < 0.0f ? 0.0f : v;
@@ -323,7 +339,9 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         float *a = (float *)((char *)ctx->scratch + own_offset(n)), *b = a + C;
         for (int64_t c = 0; c < C; c++)
             a[c] = 1.0f / sqrtf(var[c] + eps); /* as the loop of our layout below */
-        norm_rows_channels_last(y, x, N * S, C, a, b, mean, scale, bias, relu);
+        norm_factors_channels_last(C, a, b, mean, scale, bias);
+        cl_norm_t p = {y, x, a, b, C, relu};
+        ipu_ew_par_rows(ctx->threads, N * S, 2 * ipu_tensor_nbytes(&out[0]), norm_rows_channels_last, &p);
         return IPU_OK;
     }
     if (kind == N_BATCH && !ipu_dnn_plain(norm_dnn(n)) && norm_dnn(n)) {
