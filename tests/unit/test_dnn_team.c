@@ -19,6 +19,7 @@
 #include "exec/ops/ew.h"
 #include "harness.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
 
@@ -203,11 +204,69 @@ static void test_par_rows(void **state)
     ipu_dnn_end_host_team();
 }
 
+/* One op on [1, C, H, W] operands (b NULL: unary) on a team of threads;
+ * returns a malloc'd copy of output 0. */
+static float *run_ew(const char *op, int threads, const float *a, const int64_t *ad, const float *b,
+                     const int64_t *bd, size_t n_out)
+{
+    op_case_t *c = oc_new(op, 13, b ? 2 : 1, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, ad, a);
+    if (b)
+        oc_input(c, 1, IPU_DTYPE_FLOAT, 4, bd, b);
+    oc_threads = threads;
+    assert_int_equal(oc_run(c), IPU_OK);
+    oc_threads = 1;
+    float *y = malloc(n_out * sizeof(float));
+    assert_non_null(y);
+    memcpy(y, oc_output(c, 0)->data, n_out * sizeof(float));
+    oc_free(c);
+    return y;
+}
+
+/* The element-wise ops split their rows (or their one row's elements) over
+ * the team: the result is the one-thread result, bit for bit, and the
+ * reference's (one float operation each, rounded alike). */
+static void test_par_ew(void **state)
+{
+    (void)state;
+    const int64_t C = 48, H = 40, W = 40, n = C * H * W; /* 300 KiB a tensor */
+    int64_t xd[4] = {1, C, H, W}, sd[4] = {1, C, 1, 1};
+    float *x = malloc((size_t)n * sizeof(float)), *z = malloc((size_t)n * sizeof(float));
+    float s[48];
+    assert_non_null(x);
+    assert_non_null(z);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)((i * 7919) % 2001 - 1000) / 97.0f;
+        z[i] = (float)((i * 104729) % 1999 - 999) / 89.0f;
+    }
+    for (int c = 0; c < C; c++)
+        s[c] = 0.25f + (float)c / 7.0f;
+    /* per-channel Mul (the squeeze-and-excitation scale): C rows of H*W */
+    float *m1 = run_ew("Mul", 1, x, xd, s, sd, (size_t)n), *m2 = run_ew("Mul", 2, x, xd, s, sd, (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(m2[i] == x[i] * s[i / (H * W)]);
+    assert_memory_equal(m1, m2, (size_t)n * sizeof(float));
+    /* equal shapes: one row, split by elements */
+    float *a1 = run_ew("Sub", 1, x, xd, z, xd, (size_t)n), *a2 = run_ew("Sub", 2, x, xd, z, xd, (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(a2[i] == x[i] - z[i]);
+    assert_memory_equal(a1, a2, (size_t)n * sizeof(float));
+    /* a unary map */
+    float *t1 = run_ew("Tanh", 1, x, xd, NULL, NULL, (size_t)n), *t2 = run_ew("Tanh", 2, x, xd, NULL, NULL, (size_t)n);
+    assert_memory_equal(t1, t2, (size_t)n * sizeof(float));
+    assert_allclose_f32(t2, (float[]){tanhf(x[0])}, 1, 1e-6, 1e-6);
+    for (int64_t i = n - 3; i < n; i++)
+        assert_true(fabsf(t2[i] - tanhf(x[i])) <= 1e-6f);
+    free(m1), free(m2), free(a1), free(a2), free(t1), free(t2), free(x), free(z);
+    ipu_dnn_end_host_team();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_end_host_team, team_teardown),
         cmocka_unit_test(test_par_rows),
+        cmocka_unit_test(test_par_ew),
         cmocka_unit_test(test_small_on_one),
         cmocka_unit_test(test_team_of_one),
     };

@@ -333,7 +333,7 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
 {
     const bin_op_t *b = BIN_OP(n);
     if (b->kind == K_WHERE) {
-        ipu_ew_apply(3, in, out, pick(n, in[1].dtype, in[2].dtype), NULL);
+        ipu_ew_apply(ctx->threads, 3, in, out, pick(n, in[1].dtype, in[2].dtype), NULL);
         return IPU_OK;
     }
     const bin_state_t *s = n->state;
@@ -343,19 +343,19 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
         return ipu_dnn_exec(n, s->dnn.p, in[a].data, bop, out[0].data, ctx);
     }
     if (b->kind != K_VARIADIC) {
-        ipu_ew_apply(2, in, out, pick(n, in[0].dtype, in[1].dtype), NULL);
+        ipu_ew_apply(ctx->threads, 2, in, out, pick(n, in[0].dtype, in[1].dtype), NULL);
         return IPU_OK;
     }
     if (n->n_inputs == 1) {
         size_t esz = ipu_dtype_size(in[0].dtype);
-        ipu_ew_apply(1, in, out, ipu_ew_copy_row, &esz);
+        ipu_ew_apply(ctx->threads, 1, in, out, ipu_ew_copy_row, &esz);
         return IPU_OK;
     }
     ipu_ew_row_fn fn = pick(n, in[0].dtype, in[0].dtype);
-    ipu_ew_apply(2, in, out, fn, NULL);
+    ipu_ew_apply(ctx->threads, 2, in, out, fn, NULL);
     for (int i = 2; i < n->n_inputs; i++) {
         ipu_tensor_t pair[2] = {*out, in[i]};
-        ipu_ew_apply(2, pair, out, fn, NULL);
+        ipu_ew_apply(ctx->threads, 2, pair, out, fn, NULL);
     }
     if (strcmp(n->op_type, "Mean") == 0) {
         float *o = out->data, s = 1.0f / (float)n->n_inputs;

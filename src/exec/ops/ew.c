@@ -47,16 +47,73 @@ ipu_status_t ipu_ew_infer_broadcast(const ipu_graph_t *g, const ipu_node_t *n, i
     return IPU_OK;
 }
 
-void ipu_ew_apply(int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
+/* ipu_ew_apply's coalesced loop: nd dimensions dims (the last the rows'
+ * length), the inputs' strides st in elements (0: broadcast) */
+typedef struct apply_plan {
+    int n_in, nd;
+    int64_t dims[IPU_MAX_RANK], st[IPU_EW_MAX_IN][IPU_MAX_RANK];
+    size_t esz[IPU_EW_MAX_IN], osz;
+    const void *base[IPU_EW_MAX_IN];
+    int64_t step[IPU_EW_MAX_IN];
+    char *out;
+    ipu_ew_row_fn fn;
+    const void *arg;
+} apply_plan_t;
+
+/* rows [r0, r1) of the plan: elements of its one row when nd <= 1, else
+ * rows of dims[nd - 1] elements */
+static void apply_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const apply_plan_t *a = arg;
+    const char *p[IPU_EW_MAX_IN];
+    if (a->nd <= 1) {
+        for (int k = 0; k < a->n_in; k++)
+            p[k] = (const char *)a->base[k] + (size_t)(r0 * a->step[k]) * a->esz[k];
+        a->fn(a->out + (size_t)r0 * a->osz, (const void *const *)p, a->step, r1 - r0, a->arg);
+        return;
+    }
+    const int nd = a->nd;
+    int64_t inner = a->dims[nd - 1], idx[IPU_MAX_RANK] = {0}, rem = r0;
+    for (int d = nd - 2; d >= 0; d--) {
+        idx[d] = rem % a->dims[d];
+        rem /= a->dims[d];
+    }
+    for (int k = 0; k < a->n_in; k++) {
+        int64_t at = 0;
+        for (int d = 0; d < nd - 1; d++)
+            at += idx[d] * a->st[k][d];
+        p[k] = (const char *)a->base[k] + (size_t)at * a->esz[k];
+    }
+    for (int64_t it = r0; it < r1; it++) {
+        a->fn(a->out + (size_t)(it * inner) * a->osz, (const void *const *)p, a->step, inner, a->arg);
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < a->dims[d]) {
+                for (int k = 0; k < a->n_in; k++)
+                    p[k] += (size_t)a->st[k][d] * a->esz[k];
+                break;
+            }
+            idx[d] = 0;
+            for (int k = 0; k < a->n_in; k++)
+                p[k] -= (size_t)(a->st[k][d] * (a->dims[d] - 1)) * a->esz[k];
+        }
+    }
+}
+
+void ipu_ew_apply(int threads, int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
                   ipu_ew_row_fn fn, const void *arg)
 {
-    int64_t dims[IPU_MAX_RANK], st[IPU_EW_MAX_IN][IPU_MAX_RANK];
-    size_t esz[IPU_EW_MAX_IN];
+    apply_plan_t a = {.n_in = n_in, .out = out->data, .fn = fn, .arg = arg};
     int nd = 0, r = out->rank;
-    if (ipu_tensor_numel(out) == 0)
+    int64_t numel = ipu_tensor_numel(out);
+    if (numel == 0)
         return;
-    for (int k = 0; k < n_in; k++)
-        esz[k] = ipu_dtype_size(in[k].dtype);
+    a.osz = ipu_dtype_size(out->dtype);
+    size_t bytes = (size_t)numel * a.osz;
+    for (int k = 0; k < n_in; k++) {
+        a.esz[k] = ipu_dtype_size(in[k].dtype);
+        a.base[k] = in[k].data;
+        bytes += (size_t)ipu_tensor_numel(&in[k]) * a.esz[k];
+    }
     for (int d = 0; d < r; d++) {
         int64_t s[IPU_EW_MAX_IN];
         if (out->dims[d] == 1)
@@ -72,47 +129,21 @@ void ipu_ew_apply(int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
         }
         int merge = nd > 0;
         for (int k = 0; k < n_in && merge; k++)
-            merge = st[k][nd - 1] == s[k] * out->dims[d];
+            merge = a.st[k][nd - 1] == s[k] * out->dims[d];
         if (merge) {
-            dims[nd - 1] *= out->dims[d];
+            a.dims[nd - 1] *= out->dims[d];
         } else {
-            dims[nd] = out->dims[d];
+            a.dims[nd] = out->dims[d];
             nd++;
         }
         for (int k = 0; k < n_in; k++)
-            st[k][nd - 1] = s[k];
+            a.st[k][nd - 1] = s[k];
     }
-    const void *ptr[IPU_EW_MAX_IN];
-    int64_t step[IPU_EW_MAX_IN];
-    for (int k = 0; k < n_in; k++) {
-        ptr[k] = in[k].data;
-        step[k] = nd ? st[k][nd - 1] : 0;
-    }
-    size_t osz = ipu_dtype_size(out->dtype);
-    if (nd <= 1) {
-        fn(out->data, ptr, step, nd ? dims[0] : 1, arg);
-        return;
-    }
-    int64_t inner = dims[nd - 1], outer = 1, idx[IPU_MAX_RANK] = {0};
-    for (int d = 0; d < nd - 1; d++)
-        outer *= dims[d];
-    char *o = out->data;
-    const char *p[IPU_EW_MAX_IN];
+    a.nd = nd;
     for (int k = 0; k < n_in; k++)
-        p[k] = in[k].data;
-    for (int64_t it = 0; it < outer; it++) {
-        fn(o + (size_t)(it * inner) * osz, (const void *const *)p, step, inner, arg);
-        for (int d = nd - 2; d >= 0; d--) {
-            if (++idx[d] < dims[d]) {
-                for (int k = 0; k < n_in; k++)
-                    p[k] += (size_t)st[k][d] * esz[k];
-                break;
-            }
-            idx[d] = 0;
-            for (int k = 0; k < n_in; k++)
-                p[k] -= (size_t)(st[k][d] * (dims[d] - 1)) * esz[k];
-        }
-    }
+        a.step[k] = nd ? a.st[k][nd - 1] : 0;
+    int64_t rows = nd == 0 ? 1 : nd == 1 ? a.dims[0] : numel / a.dims[nd - 1];
+    ipu_ew_par_rows(threads, rows, bytes, apply_rows, &a);
 }
 
 void ipu_ew_copy_row(void *out, const void *const *in, const int64_t *step, int64_t len,

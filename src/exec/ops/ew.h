@@ -59,8 +59,11 @@ typedef void (*ipu_ew_row_fn)(void *out, const void *const *in, const int64_t *s
 /* Apply fn over out's shape, broadcasting the n_in (<= IPU_EW_MAX_IN) inputs
  * to it NumPy-style. Dimensions are coalesced first, so equal shapes make
  * one call over the whole tensor and [N,C,H,W] x [C,1,1] makes N*C calls of
- * H*W with a scalar second operand. */
-void ipu_ew_apply(int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
+ * H*W with a scalar second operand. The calls (or the one call's elements)
+ * are split over threads (the IPU's team, ipu_ew_par_rows) when what they
+ * read and write reaches IPU_TEAM_MIN_BYTES; out may be one of in (every
+ * element is read before it is written, by the same thread). */
+void ipu_ew_apply(int threads, int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
                   ipu_ew_row_fn fn, const void *arg);
 
 /* Copy row kernel for elements of arg == (size_t *) bytes (broadcasting). */

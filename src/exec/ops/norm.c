@@ -289,7 +289,7 @@ static const float *expand_param(const ipu_tensor_t *p, const ipu_tensor_t *x, i
     ipu_tensor_t dst = {.dtype = IPU_DTYPE_FLOAT, .rank = x->rank - axis, .data = buf};
     memcpy(dst.dims, x->dims + axis, (size_t)dst.rank * sizeof(int64_t));
     size_t esz = sizeof(float);
-    ipu_ew_apply(1, p, &dst, ipu_ew_copy_row, &esz);
+    ipu_ew_apply(1, 1, p, &dst, ipu_ew_copy_row, &esz);
     return buf;
 }
 

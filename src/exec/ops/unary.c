@@ -154,6 +154,21 @@ static int64_t clip_bound_i(const ipu_tensor_t *t, int64_t dflt)
     return t->dtype == IPU_DTYPE_INT64 ? *(const int64_t *)t->data : *(const int32_t *)t->data;
 }
 
+/* a map's elements [r0, r1) (ipu_ew_par_rows) */
+typedef struct un_rows {
+    un_fn k;
+    char *o;
+    const char *x;
+    size_t isz, osz;
+    const un_param_t *p;
+} un_rows_t;
+
+static void un_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const un_rows_t *r = arg;
+    r->k(r->o + (size_t)r0 * r->osz, r->x + (size_t)r0 * r->isz, r1 - r0, r->p);
+}
+
 static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                            ipu_kernel_ctx_t *ctx)
 {
@@ -173,7 +188,7 @@ static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
             memcpy(out[0].data, in[0].data, ipu_tensor_nbytes(&in[0]));
         return IPU_OK;
     case U_PRELU:
-        ipu_ew_apply(2, in, out, prelu_row, NULL);
+        ipu_ew_apply(ctx->threads, 2, in, out, prelu_row, NULL);
         return IPU_OK;
     case U_CLIP6:
         p.alpha = ipu_attr_float(n, "min", -FLT_MAX);
@@ -196,7 +211,9 @@ static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     default:
         break;
     }
-    u->k[ipu_ew_type_index(in[0].dtype)](out[0].data, in[0].data, cnt, &p);
+    un_rows_t r = {u->k[ipu_ew_type_index(in[0].dtype)], out[0].data, in[0].data,
+                   ipu_dtype_size(in[0].dtype), ipu_dtype_size(out[0].dtype), &p};
+    ipu_ew_par_rows(ctx->threads, cnt, (size_t)cnt * (r.isz + r.osz), un_rows, &r);
     return IPU_OK;
 }
 
