@@ -224,8 +224,9 @@ static float *run_ew(const char *op, int threads, const float *a, const int64_t 
 }
 
 /* The element-wise ops split their rows (or their one row's elements) over
- * the team: the result is the one-thread result, bit for bit, and the
- * reference's (one float operation each, rounded alike). */
+ * the team, as do a Transpose and a Softmax: the result is the one-thread
+ * result, bit for bit, and the reference's (one float operation each,
+ * rounded alike; the Softmax within 1e-6 of double precision). */
 static void test_par_ew(void **state)
 {
     (void)state;
@@ -257,7 +258,31 @@ static void test_par_ew(void **state)
     assert_allclose_f32(t2, (float[]){tanhf(x[0])}, 1, 1e-6, 1e-6);
     for (int64_t i = n - 3; i < n; i++)
         assert_true(fabsf(t2[i] - tanhf(x[i])) <= 1e-6f);
-    free(m1), free(m2), free(a1), free(a2), free(t1), free(t2), free(x), free(z);
+    /* a Transpose to channels-last (ipu_mv_copy's cache blocks, split along C) */
+    op_case_t *c = oc_new("Transpose", 13, 1, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, xd, x);
+    ipu_node_add_attr_ints(oc_node(c), "perm", 4, (int64_t[]){0, 2, 3, 1});
+    oc_threads = 2;
+    assert_int_equal(oc_run(c), IPU_OK);
+    oc_threads = 1;
+    const float *tr = oc_output(c, 0)->data;
+    for (int64_t ch = 0; ch < C; ch++)
+        for (int64_t p = 0; p < H * W; p++)
+            assert_true(tr[p * C + ch] == x[ch * H * W + p]);
+    oc_free(c);
+    /* a Softmax over the last axis: rows of W split over the team */
+    float *s1 = run_ew("Softmax", 1, x, xd, NULL, NULL, (size_t)n), *s2 = run_ew("Softmax", 2, x, xd, NULL, NULL, (size_t)n);
+    assert_memory_equal(s1, s2, (size_t)n * sizeof(float));
+    for (int64_t r = 0; r < C * H; r += C * H - 1) { /* first and last rows against double math */
+        double mx = -INFINITY, sum = 0;
+        for (int64_t i = 0; i < W; i++)
+            mx = fmax(mx, x[r * W + i]);
+        for (int64_t i = 0; i < W; i++)
+            sum += exp(x[r * W + i] - mx);
+        for (int64_t i = 0; i < W; i++)
+            assert_true(fabs(s2[r * W + i] - exp(x[r * W + i] - mx) / sum) <= 1e-6);
+    }
+    free(m1), free(m2), free(a1), free(a2), free(t1), free(t2), free(s1), free(s2), free(x), free(z);
     ipu_dnn_end_host_team();
 }
 

@@ -31,7 +31,7 @@ static ipu_status_t expand_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
     ipu_mv_dense_strides(y->rank, y->dims, es, ds);
     for (int d = 0; d < y->rank; d++)
         ss[d] = d < lead || x->dims[d - lead] == 1 ? 0 : xs[d - lead];
-    ipu_mv_copy(y->data, ds, x->data, ss, y->rank, y->dims, es);
+    ipu_mv_copy(ctx->threads, y->data, ds, x->data, ss, y->rank, y->dims, es);
     return IPU_OK;
 }
 
@@ -76,7 +76,7 @@ static ipu_status_t tile_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
         ds[2 * d + 1] = ys[d];
         ss[2 * d + 1] = xs[d];
     }
-    ipu_mv_copy(y->data, ds, x->data, ss, 2 * x->rank, dims, es);
+    ipu_mv_copy(ctx->threads, y->data, ds, x->data, ss, 2 * x->rank, dims, es);
     return IPU_OK;
 }
 

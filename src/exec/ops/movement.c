@@ -1,5 +1,6 @@
 /* Private helpers of the data-movement ops: see movement.h. */
 #include "exec/ops/movement.h"
+#include "exec/ops/ew.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,8 +80,8 @@ static void copy_tiled(char *d, int64_t da, const char *s, int64_t sb, int64_t n
 
 enum { K_MEMCPY, K_TILED, K_LINE };
 
-void ipu_mv_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
-                 int rank, const int64_t *dims, size_t esize)
+static void mv_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
+                    int rank, const int64_t *dims, size_t esize)
 {
     int64_t d[IPU_MV_MAX_DIMS], ds[IPU_MV_MAX_DIMS], ss[IPU_MV_MAX_DIMS];
     int r = 0;
@@ -223,4 +224,40 @@ ipu_status_t ipu_mv_axes(const ipu_node_t *n, const int64_t *axes, int cnt, int 
         seen |= 1u << out[i];
     }
     return IPU_OK;
+}
+
+/* a chunk of ipu_mv_copy: the box's slices [r0, r1) along dimension split */
+typedef struct mv_part {
+    char *dst;
+    const char *src;
+    const int64_t *dstr, *sstr, *dims;
+    int rank, split;
+    size_t esize;
+} mv_part_t;
+
+static void mv_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const mv_part_t *m = arg;
+    int64_t d[IPU_MV_MAX_DIMS];
+    memcpy(d, m->dims, (size_t)m->rank * sizeof(int64_t));
+    d[m->split] = r1 - r0;
+    mv_copy(m->dst + r0 * m->dstr[m->split], m->dstr, m->src + r0 * m->sstr[m->split], m->sstr,
+            m->rank, d, m->esize);
+}
+
+void ipu_mv_copy(int threads, void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
+                 int rank, const int64_t *dims, size_t esize)
+{
+    int split = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
+    while (split < rank - 1 && dims[split] == 1)
+        split++;
+    if (threads <= 1 || rank == 0 || n == 0) {
+        mv_copy(dst, dstr, src, sstr, rank, dims, esize);
+        return;
+    }
+    mv_part_t m = {dst, src, dstr, sstr, dims, rank, split, esize};
+    ipu_ew_par_rows(threads, dims[split], 2 * (size_t)n * esize, mv_rows, &m);
 }

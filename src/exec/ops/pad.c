@@ -116,7 +116,7 @@ static ipu_status_t pad_constant(const ipu_node_t *n, const pad_state_t *s, cons
         else
             dst += b * ys[d];
     }
-    ipu_mv_copy(dst, ys, src, xs, x->rank, cnt, es);
+    ipu_mv_copy(1, dst, ys, src, xs, x->rank, cnt, es);
     return IPU_OK;
 }
 

@@ -122,7 +122,7 @@ static ipu_status_t slice_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_t
         src += s->start[d] * istr[d];
         sstr[d] = istr[d] * s->step[d];
     }
-    ipu_mv_copy(out[0].data, dstr, src, sstr, out[0].rank, out[0].dims, es);
+    ipu_mv_copy(ctx->threads, out[0].data, dstr, src, sstr, out[0].rank, out[0].dims, es);
     return IPU_OK;
 }
 

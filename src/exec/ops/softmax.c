@@ -108,6 +108,21 @@ IPU_EW_HOT static void sm_cols(float *restrict y, const float *restrict x, int64
             y[a * inner + j] = log ? x[a * inner + j] - sum[j] : y[a * inner + j] * sum[j];
 }
 
+/* rows [r0, r1) of len elements each (ipu_ew_par_rows) */
+typedef struct sm_rows {
+    float *y;
+    const float *x;
+    int64_t len;
+    int log;
+} sm_rows_t;
+
+static void sm_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const sm_rows_t *r = arg;
+    for (int64_t o = r0; o < r1; o++)
+        sm_row(r->y + o * r->len, r->x + o * r->len, r->len, r->log);
+}
+
 static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
                            ipu_kernel_ctx_t *ctx)
 {
@@ -120,15 +135,16 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     const float *x = in[0].data;
     float *y = out[0].data;
     int log = SM_OP(n)->log;
-    if (inner > 1 && ctx->scratch_bytes < 2 * sizeof(float) * (size_t)inner)
-        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
-    for (int64_t o = 0; o < outer; o++) {
-        if (inner == 1)
-            sm_row(y + o * len, x + o * len, len, log);
-        else
-            sm_cols(y + o * len * inner, x + o * len * inner, len, inner, log, ctx->scratch,
-                    (float *)ctx->scratch + inner);
+    if (inner == 1) { /* the rows split over the IPU's team */
+        sm_rows_t r = {y, x, len, log};
+        ipu_ew_par_rows(ctx->threads, outer, 2 * sizeof(float) * (size_t)(outer * len), sm_rows, &r);
+        return IPU_OK;
     }
+    if (ctx->scratch_bytes < 2 * sizeof(float) * (size_t)inner)
+        return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
+    for (int64_t o = 0; o < outer; o++)
+        sm_cols(y + o * len * inner, x + o * len * inner, len, inner, log, ctx->scratch,
+                (float *)ctx->scratch + inner);
     return IPU_OK;
 }
 

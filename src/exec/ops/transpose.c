@@ -57,7 +57,7 @@ static ipu_status_t transpose_run(const ipu_node_t *n, const ipu_tensor_t *in, i
     ipu_mv_dense_strides(out[0].rank, out[0].dims, es, dstr);
     for (int i = 0; i < in[0].rank; i++)
         sstr[i] = istr[perm[i]];
-    ipu_mv_copy(out[0].data, dstr, in[0].data, sstr, out[0].rank, out[0].dims, es);
+    ipu_mv_copy(ctx->threads, out[0].data, dstr, in[0].data, sstr, out[0].rank, out[0].dims, es);
     return IPU_OK;
 }
 
