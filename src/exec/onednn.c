@@ -36,11 +36,6 @@ dnnl_engine_t dnn_engine(void)
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
-/* A primitive whose source, weights and destination add up to less than
- * IPU_TEAM_MIN_BYTES (graph/op.h) is made for one thread, and run by one:
- * its work is then shorter than waking the rest of the team for it, which
- * made a small model slower on 2 threads than on 1. */
-
 /* The team size the last dnn_pd_create() of this thread made its pd for. */
 static _Thread_local int g_made_threads = 1;
 
@@ -56,6 +51,10 @@ static size_t pd_io_bytes(const_dnnl_primitive_desc_t pd)
     return b;
 }
 
+/* A primitive whose source, weights and destination add up to less than
+ * IPU_TEAM_MIN_BYTES (graph/op.h) is made for one thread, and run by one:
+ * its work is then shorter than waking the rest of the team for it, which
+ * made a small model slower on 2 threads than on 1. */
 dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
                             const_dnnl_primitive_attr_t attr)
 {

@@ -48,9 +48,10 @@ void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus)
     omp_set_num_threads(n);
     if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
         return;
-    /* libgomp keeps this thread's team for its later parallel regions;
-     * threads it adds later inherit the worker's affinity (all the team's
-     * CPUs) */
+    /* libgomp keeps this thread's team for its later parallel regions.
+     * A thread it starts later (after a narrower region ended some)
+     * inherits the worker's affinity, which is then cpus[0] alone: so our
+     * own loops always open regions of the whole team (ipu_par_rows) */
 #pragma omp parallel num_threads(n)
     {
         cpu_set_t got, one;

@@ -14,7 +14,7 @@
 /* Below this many bytes read and written, a kernel runs on one thread of
  * the IPU's team: waking the others (OpenMP's fork and join) costs more
  * than their share of the work (exec/onednn.c's small primitives, the
- * row loops of exec/ops/ew.h's ipu_ew_par_rows). */
+ * row loops of exec/ops/ew.h's ipu_par_rows). */
 #define IPU_TEAM_MIN_BYTES ((size_t)256 << 10)
 
 typedef struct ipu_kernel_ctx {

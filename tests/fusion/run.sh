@@ -20,10 +20,12 @@ trap 'rm -rf "$W"' EXIT
 "$PYTHON_REF" "$top_srcdir/tests/fusion/make_fused_models.py" "$W" >"$W/gen.log" 2>&1 ||
     { cat "$W/gen.log"; exit 1; }
 fails=0
-# run MODEL N: --check passes and N "fused into" lines are logged
+# run MODEL N [OPTION...]: --check passes and N "fused into" lines are logged
 run() {
-    # shellcheck disable=SC2086
-    IPU_EXEC_LOG_LEVEL=debug "$EXE" "$W/$1/model.onnx" --check ${RUN_ARGS:-} >"$W/out" 2>"$W/err"; rc=$?
+    run_m=$1 run_k=$2
+    shift 2
+    IPU_EXEC_LOG_LEVEL=debug "$EXE" "$W/$run_m/model.onnx" --check "$@" >"$W/out" 2>"$W/err"; rc=$?
+    set -- "$run_m" "$run_k"
     if [ "$rc" -ne 0 ] || ! grep -q "^check: $2 outputs of 1 micro-batch ok" "$W/out"; then
         echo "FAIL: $1: exit $rc"; cat "$W/out" "$W/err"; fails=$((fails + 1))
     else
@@ -74,7 +76,7 @@ kept_some() {
 }
 for m in concat_chain concat_chain_b2 concat_chain_64; do
     # on 64x64 the channels-last row loops split their rows over a team of 2
-    if [ $m = concat_chain_64 ]; then RUN_ARGS="--threads 2" run $m 2; else run $m 2; fi
+    if [ $m = concat_chain_64 ]; then run $m 2 --threads 2; else run $m 2; fi
     for node in /expand1/Conv /expand3/Conv /Concat /a/Conv /b/Conv /c/Conv /Concat_1 \
                 /bn/BatchNormalization /post/Conv /Concat_3 /dense_bn.1/BatchNormalization \
                 /dense_1x1.1/Conv; do

@@ -14,7 +14,7 @@
  * The host thread's own team (a load's weight reorders run there) ends with
  * ipu_dnn_end_host_team(): libgomp would otherwise count its threads with
  * the IPUs' teams and throttle their spinning. Our own row loops
- * (ipu_ew_par_rows) split their rows over the team by the same size rule. */
+ * (ipu_par_rows) split their rows over the team by the same size rule. */
 #include "exec/onednn.h"
 #include "exec/ops/ew.h"
 #include "harness.h"
@@ -106,14 +106,20 @@ static void test_small_on_one(void **state)
     ipu_dnn_set_threads(1);
 }
 
-/* The process's thread count once it is n, or after 2 s what it is: a
- * joined thread leaves /proc's count a moment after pthread_join returns. */
+/* The process's thread count once it is n (n < 0: once two reads 20 ms
+ * apart agree), or after 2 s what it is: a joined thread leaves /proc's
+ * count a moment after pthread_join returns. */
 static int threads_settled(int n)
 {
     int got = process_threads();
-    for (int i = 0; i < 200 && got != n; i++) {
-        usleep(10000);
-        got = process_threads();
+    for (int i = 0; i < 100; i++) {
+        usleep(20000);
+        int now = process_threads();
+        if (n >= 0 ? now == n : now == got) {
+            got = now;
+            break;
+        }
+        got = now;
     }
     return got;
 }
@@ -146,7 +152,7 @@ static void test_end_host_team(void **state)
     assert_int_equal(threads_settled(before), before);
 }
 
-/* the chunks ipu_ew_par_rows handed out */
+/* the chunks ipu_par_rows handed out */
 typedef struct chunks {
     atomic_int n;
     int64_t r0[8], r1[8];
@@ -186,22 +192,23 @@ static void test_par_rows(void **state)
 {
     (void)state;
     chunks_t c = {0};
-    ipu_ew_par_rows(2, 1001, IPU_TEAM_MIN_BYTES, record, &c); /* two threads */
+    ipu_par_rows(2, 1001, IPU_TEAM_MIN_BYTES, record, &c); /* two threads */
     assert_cover(&c, 1001, 2);
     assert_int_not_equal(c.thread[0], c.thread[1]);
     memset(&c, 0, sizeof c);
-    ipu_ew_par_rows(2, 1001, IPU_TEAM_MIN_BYTES - 1, record, &c); /* too small to wake the team */
+    ipu_par_rows(2, 1001, IPU_TEAM_MIN_BYTES - 1, record, &c); /* too small to wake the team */
     assert_cover(&c, 1001, 1);
     memset(&c, 0, sizeof c);
-    ipu_ew_par_rows(4, 3, IPU_TEAM_MIN_BYTES, record, &c); /* no more threads than rows */
+    ipu_par_rows(4, 3, IPU_TEAM_MIN_BYTES, record, &c); /* fewer rows than threads */
     assert_cover(&c, 3, 3);
     memset(&c, 0, sizeof c);
-    ipu_ew_par_rows(1, 1001, (size_t)1 << 30, record, &c);
+    ipu_par_rows(1, 1001, (size_t)1 << 30, record, &c);
     assert_cover(&c, 1001, 1);
     memset(&c, 0, sizeof c);
-    ipu_ew_par_rows(2, 0, (size_t)1 << 30, record, &c);
+    ipu_par_rows(2, 0, (size_t)1 << 30, record, &c);
     assert_int_equal(atomic_load(&c.n), 0);
     ipu_dnn_end_host_team();
+    threads_settled(-1);
 }
 
 /* One op on [1, C, H, W] operands (b NULL: unary) on a team of threads;
@@ -224,42 +231,64 @@ static float *run_ew(const char *op, int threads, const float *a, const int64_t 
 }
 
 /* The element-wise ops split their rows (or their one row's elements) over
- * the team, as do a Transpose and a Softmax: the result is the one-thread
- * result, bit for bit, and the reference's (one float operation each,
- * rounded alike; the Softmax within 1e-6 of double precision). */
+ * the team, as do the strided copies and Softmax: each result is the
+ * one-thread result, bit for bit, and the reference's (one float operation
+ * each, rounded alike; Tanh and Softmax within 1e-6 of double precision).
+ * W is odd, so chunks start off the vector width; the first 2-thread op
+ * must start the team's second thread (the parallel path ran). */
 static void test_par_ew(void **state)
 {
     (void)state;
-    const int64_t C = 48, H = 40, W = 40, n = C * H * W; /* 300 KiB a tensor */
-    int64_t xd[4] = {1, C, H, W}, sd[4] = {1, C, 1, 1};
-    float *x = malloc((size_t)n * sizeof(float)), *z = malloc((size_t)n * sizeof(float));
-    float s[48];
+    ipu_dnn_end_host_team();
+    const int before = threads_settled(-1);
+    enum { C = 48, H = 40, W = 41 };
+    const int64_t n = (int64_t)C * H * W, hw = (int64_t)H * W; /* 308 KiB a tensor */
+    int64_t xd[4] = {1, C, H, W}, x2d[4] = {2, C, H, W}, sd[4] = {1, C, 1, 1};
+    float *x = malloc(2 * (size_t)n * sizeof(float)), *z = malloc((size_t)n * sizeof(float));
+    float s[C];
     assert_non_null(x);
     assert_non_null(z);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < 2 * n; i++)
         x[i] = (float)((i * 7919) % 2001 - 1000) / 97.0f;
+    for (int64_t i = 0; i < n; i++)
         z[i] = (float)((i * 104729) % 1999 - 999) / 89.0f;
-    }
     for (int c = 0; c < C; c++)
         s[c] = 0.25f + (float)c / 7.0f;
     /* per-channel Mul (the squeeze-and-excitation scale): C rows of H*W */
     float *m1 = run_ew("Mul", 1, x, xd, s, sd, (size_t)n), *m2 = run_ew("Mul", 2, x, xd, s, sd, (size_t)n);
+    assert_int_equal(process_threads(), before + 1);
     for (int64_t i = 0; i < n; i++)
-        assert_true(m2[i] == x[i] * s[i / (H * W)]);
+        assert_true(m2[i] == x[i] * s[i / hw]);
     assert_memory_equal(m1, m2, (size_t)n * sizeof(float));
+    /* the same on a batch of 2: two outer dimensions to unravel */
+    float *b1 = run_ew("Mul", 1, x, x2d, s, sd, 2 * (size_t)n), *b2 = run_ew("Mul", 2, x, x2d, s, sd, 2 * (size_t)n);
+    for (int64_t i = 0; i < 2 * n; i++)
+        assert_true(b2[i] == x[i] * s[i / hw % C]);
+    assert_memory_equal(b1, b2, 2 * (size_t)n * sizeof(float));
     /* equal shapes: one row, split by elements */
     float *a1 = run_ew("Sub", 1, x, xd, z, xd, (size_t)n), *a2 = run_ew("Sub", 2, x, xd, z, xd, (size_t)n);
     for (int64_t i = 0; i < n; i++)
         assert_true(a2[i] == x[i] - z[i]);
     assert_memory_equal(a1, a2, (size_t)n * sizeof(float));
-    /* a unary map */
+    /* a Sum of three: the second input added in place into the output */
+    op_case_t *c = oc_new("Sum", 13, 3, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, xd, x);
+    oc_input(c, 1, IPU_DTYPE_FLOAT, 4, xd, z);
+    oc_input(c, 2, IPU_DTYPE_FLOAT, 4, sd, s);
+    oc_threads = 2;
+    assert_int_equal(oc_run(c), IPU_OK);
+    oc_threads = 1;
+    const float *sum = oc_output(c, 0)->data;
+    for (int64_t i = 0; i < n; i++)
+        assert_true(sum[i] == (x[i] + z[i]) + s[i / hw]);
+    oc_free(c);
+    /* unary maps */
     float *t1 = run_ew("Tanh", 1, x, xd, NULL, NULL, (size_t)n), *t2 = run_ew("Tanh", 2, x, xd, NULL, NULL, (size_t)n);
     assert_memory_equal(t1, t2, (size_t)n * sizeof(float));
-    assert_allclose_f32(t2, (float[]){tanhf(x[0])}, 1, 1e-6, 1e-6);
-    for (int64_t i = n - 3; i < n; i++)
-        assert_true(fabsf(t2[i] - tanhf(x[i])) <= 1e-6f);
-    /* a Transpose to channels-last (ipu_mv_copy's cache blocks, split along C) */
-    op_case_t *c = oc_new("Transpose", 13, 1, 1);
+    for (int64_t i = 0; i < n; i += 997)
+        assert_true(fabs(t2[i] - tanh(x[i])) <= 1e-6);
+    /* a Transpose to channels-last (ipu_mv_copy's cache blocks, split along H) */
+    c = oc_new("Transpose", 13, 1, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 4, xd, x);
     ipu_node_add_attr_ints(oc_node(c), "perm", 4, (int64_t[]){0, 2, 3, 1});
     oc_threads = 2;
@@ -267,23 +296,55 @@ static void test_par_ew(void **state)
     oc_threads = 1;
     const float *tr = oc_output(c, 0)->data;
     for (int64_t ch = 0; ch < C; ch++)
-        for (int64_t p = 0; p < H * W; p++)
-            assert_true(tr[p * C + ch] == x[ch * H * W + p]);
+        for (int64_t p = 0; p < hw; p++)
+            assert_true(tr[p * C + ch] == x[ch * hw + p]);
     oc_free(c);
-    /* a Softmax over the last axis: rows of W split over the team */
+    /* a Slice reversing W (a negative source stride), split along C */
+    c = oc_new("Slice", 13, 5, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, xd, x);
+    oc_const(c, 1, IPU_DTYPE_INT64, 1, (int64_t[]){1}, (int64_t[]){-1});
+    oc_const(c, 2, IPU_DTYPE_INT64, 1, (int64_t[]){1}, (int64_t[]){INT64_MIN});
+    oc_const(c, 3, IPU_DTYPE_INT64, 1, (int64_t[]){1}, (int64_t[]){3});
+    oc_const(c, 4, IPU_DTYPE_INT64, 1, (int64_t[]){1}, (int64_t[]){-1});
+    oc_threads = 2;
+    assert_int_equal(oc_run(c), IPU_OK);
+    oc_threads = 1;
+    const float *rev = oc_output(c, 0)->data;
+    for (int64_t r = 0; r < (int64_t)C * H; r++)
+        for (int64_t w = 0; w < W; w++)
+            assert_true(rev[r * W + w] == x[r * W + W - 1 - w]);
+    oc_free(c);
+    /* an Expand of [1, 1, H, W] over C (a zero source stride, split along C) */
+    c = oc_new("Expand", 13, 2, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 4, (int64_t[]){1, 1, H, W}, z);
+    oc_const(c, 1, IPU_DTYPE_INT64, 1, (int64_t[]){4}, xd);
+    oc_threads = 2;
+    assert_int_equal(oc_run(c), IPU_OK);
+    oc_threads = 1;
+    const float *ex = oc_output(c, 0)->data;
+    for (int64_t i = 0; i < n; i++)
+        assert_true(ex[i] == z[i % hw]);
+    oc_free(c);
+    /* Softmax and LogSoftmax over the last axis: rows of W split over the team */
     float *s1 = run_ew("Softmax", 1, x, xd, NULL, NULL, (size_t)n), *s2 = run_ew("Softmax", 2, x, xd, NULL, NULL, (size_t)n);
+    float *l1 = run_ew("LogSoftmax", 1, x, xd, NULL, NULL, (size_t)n), *l2 = run_ew("LogSoftmax", 2, x, xd, NULL, NULL, (size_t)n);
     assert_memory_equal(s1, s2, (size_t)n * sizeof(float));
-    for (int64_t r = 0; r < C * H; r += C * H - 1) { /* first and last rows against double math */
-        double mx = -INFINITY, sum = 0;
+    assert_memory_equal(l1, l2, (size_t)n * sizeof(float));
+    for (int64_t r = 0; r < (int64_t)C * H; r += 97) { /* rows of both chunks against double math */
+        double mx = -INFINITY, sm = 0;
         for (int64_t i = 0; i < W; i++)
             mx = fmax(mx, x[r * W + i]);
         for (int64_t i = 0; i < W; i++)
-            sum += exp(x[r * W + i] - mx);
-        for (int64_t i = 0; i < W; i++)
-            assert_true(fabs(s2[r * W + i] - exp(x[r * W + i] - mx) / sum) <= 1e-6);
+            sm += exp(x[r * W + i] - mx);
+        for (int64_t i = 0; i < W; i++) {
+            assert_true(fabs(s2[r * W + i] - exp(x[r * W + i] - mx) / sm) <= 1e-6);
+            assert_true(fabs(l2[r * W + i] - (x[r * W + i] - mx - log(sm))) <= 1e-5);
+        }
     }
-    free(m1), free(m2), free(a1), free(a2), free(t1), free(t2), free(s1), free(s2), free(x), free(z);
+    free(m1), free(m2), free(b1), free(b2), free(a1), free(a2), free(t1), free(t2);
+    free(s1), free(s2), free(l1), free(l2), free(x), free(z);
     ipu_dnn_end_host_team();
+    assert_int_equal(threads_settled(before), before);
 }
 
 int main(void)

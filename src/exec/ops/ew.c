@@ -143,7 +143,7 @@ void ipu_ew_apply(int threads, int n_in, const ipu_tensor_t *in, const ipu_tenso
     for (int k = 0; k < n_in; k++)
         a.step[k] = nd ? a.st[k][nd - 1] : 0;
     int64_t rows = nd == 0 ? 1 : nd == 1 ? a.dims[0] : numel / a.dims[nd - 1];
-    ipu_ew_par_rows(threads, rows, bytes, apply_rows, &a);
+    ipu_par_rows(threads, rows, bytes, apply_rows, &a);
 }
 
 void ipu_ew_copy_row(void *out, const void *const *in, const int64_t *step, int64_t len,
@@ -202,17 +202,18 @@ IPU_EW_HOT float ipu_ew_dot_f32(const float *x, const float *y, int64_t n)
     return s;
 }
 
-void ipu_ew_par_rows(int threads, int64_t rows, size_t bytes, ipu_ew_rows_fn fn, void *arg)
+void ipu_par_rows(int threads, int64_t rows, size_t bytes, ipu_par_rows_fn fn, void *arg)
 {
-    int t = threads < 1 ? 1 : threads;
-    if (t > rows)
-        t = (int)rows;
-    if (t <= 1 || bytes < IPU_TEAM_MIN_BYTES) {
+    if (threads < 2 || rows < 2 || bytes < IPU_TEAM_MIN_BYTES) {
         if (rows > 0)
             fn(arg, 0, rows);
         return;
     }
-#pragma omp parallel num_threads(t)
+    /* the whole team, even with fewer rows than threads: a smaller region
+     * makes libgomp end the threads it leaves out, and the ones it starts
+     * again for the next full one inherit the worker's single CPU instead
+     * of their own (onednn_cpu.c binds each thread once) */
+#pragma omp parallel num_threads(threads)
     {
         int64_t i = omp_get_thread_num(), n = omp_get_num_threads();
         int64_t r0 = rows * i / n, r1 = rows * (i + 1) / n;

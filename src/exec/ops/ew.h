@@ -1,6 +1,8 @@
 /* Private helpers shared by the elementwise-style op families (unary,
  * binary, cast, softmax, norm, reduce): input checks, the NumPy broadcasting
- * iterator and vectorisable exp, sigmoid, tanh and erf. */
+ * iterator, vectorisable exp, sigmoid, tanh and erf, and ipu_par_rows,
+ * which the other row loops of our own (movement.h's copies, the
+ * channels-last Concat) use too. */
 #ifndef IPU_EXEC_OPS_EW_H
 #define IPU_EXEC_OPS_EW_H
 
@@ -60,9 +62,10 @@ typedef void (*ipu_ew_row_fn)(void *out, const void *const *in, const int64_t *s
  * to it NumPy-style. Dimensions are coalesced first, so equal shapes make
  * one call over the whole tensor and [N,C,H,W] x [C,1,1] makes N*C calls of
  * H*W with a scalar second operand. The calls (or the one call's elements)
- * are split over threads (the IPU's team, ipu_ew_par_rows) when what they
- * read and write reaches IPU_TEAM_MIN_BYTES; out may be one of in (every
- * element is read before it is written, by the same thread). */
+ * are split over threads (the IPU's team, ipu_par_rows) when what they
+ * read and write reaches IPU_TEAM_MIN_BYTES; out may be an input of out's
+ * own shape (each element is then read before it is written, by the same
+ * thread), no other overlap. */
 void ipu_ew_apply(int threads, int n_in, const ipu_tensor_t *in, const ipu_tensor_t *out,
                   ipu_ew_row_fn fn, const void *arg);
 
@@ -194,12 +197,15 @@ IPU_EW_INLINE float ipu_ew_erff(float x)
 }
 
 /* fn(arg, r0, r1) over the rows [0, rows) in contiguous chunks, one per
- * thread of the calling IPU's team of threads (>= 1), when bytes (what the
- * whole loop reads and writes) reach IPU_TEAM_MIN_BYTES and there are rows
- * for more than one; else fn(arg, 0, rows) on this thread. For loops whose
- * rows are independent: the result does not depend on the split. */
-typedef void (*ipu_ew_rows_fn)(void *arg, int64_t r0, int64_t r1);
-void ipu_ew_par_rows(int threads, int64_t rows, size_t bytes, ipu_ew_rows_fn fn, void *arg);
+ * thread of the calling IPU's team of threads (>= 1; a thread whose chunk
+ * is empty skips it), when bytes (what the whole loop reads and writes)
+ * reach IPU_TEAM_MIN_BYTES and there are 2 rows or more; else
+ * fn(arg, 0, rows) on this thread. For loops whose rows are independent:
+ * the result does not depend on the split. Used by the element-wise ops
+ * here and by movement.h's copies, Softmax, the channels-last Concat and
+ * BatchNormalization. */
+typedef void (*ipu_par_rows_fn)(void *arg, int64_t r0, int64_t r1);
+void ipu_par_rows(int threads, int64_t rows, size_t bytes, ipu_par_rows_fn fn, void *arg);
 
 /* Sum / maximum of n contiguous floats with 8 partial accumulators (so the
  * loop vectorises without -ffast-math); max of nothing is -inf. */

@@ -259,5 +259,5 @@ void ipu_mv_copy(int threads, void *dst, const int64_t *dstr, const void *src, c
         return;
     }
     mv_part_t m = {dst, src, dstr, sstr, dims, rank, split, esize};
-    ipu_ew_par_rows(threads, dims[split], 2 * (size_t)n * esize, mv_rows, &m);
+    ipu_par_rows(threads, dims[split], 2 * (size_t)n * esize, mv_rows, &m);
 }

@@ -23,7 +23,7 @@
  * whose source is contiguous along another dimension than the destination
  * (a transpose) is copied in cache blocks. rank <= IPU_MV_MAX_DIMS. The box
  * is split along its first dimension of more than one over threads (the
- * IPU's team, ipu_ew_par_rows) when it moves IPU_TEAM_MIN_BYTES or more;
+ * IPU's team, ipu_par_rows) when it moves IPU_TEAM_MIN_BYTES or more;
  * dst must not overlap src. */
 void ipu_mv_copy(int threads, void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
                  int rank, const int64_t *dims, size_t esize);

@@ -92,7 +92,7 @@ typedef struct cl_norm {
     int relu;
 } cl_norm_t;
 
-/* rows [r0, r1) of ipu_ew_par_rows */
+/* rows [r0, r1) of ipu_par_rows */
 IPU_EW_HOT static void norm_rows_channels_last(void *arg, int64_t r0, int64_t r1)
 {
     const cl_norm_t *p = arg;
@@ -341,7 +341,7 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
             a[c] = 1.0f / sqrtf(var[c] + eps); /* as the loop of our layout below */
         norm_factors_channels_last(C, a, b, mean, scale, bias);
         cl_norm_t p = {y, x, a, b, C, relu};
-        ipu_ew_par_rows(ctx->threads, N * S, 2 * ipu_tensor_nbytes(&out[0]), norm_rows_channels_last, &p);
+        ipu_par_rows(ctx->threads, N * S, 2 * ipu_tensor_nbytes(&out[0]), norm_rows_channels_last, &p);
         return IPU_OK;
     }
     if (kind == N_BATCH && !ipu_dnn_plain(norm_dnn(n)) && norm_dnn(n)) {

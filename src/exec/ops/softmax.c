@@ -108,7 +108,7 @@ IPU_EW_HOT static void sm_cols(float *restrict y, const float *restrict x, int64
             y[a * inner + j] = log ? x[a * inner + j] - sum[j] : y[a * inner + j] * sum[j];
 }
 
-/* rows [r0, r1) of len elements each (ipu_ew_par_rows) */
+/* rows [r0, r1) of len elements each (ipu_par_rows) */
 typedef struct sm_rows {
     float *y;
     const float *x;
@@ -137,7 +137,7 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     int log = SM_OP(n)->log;
     if (inner == 1) { /* the rows split over the IPU's team */
         sm_rows_t r = {y, x, len, log};
-        ipu_ew_par_rows(ctx->threads, outer, 2 * sizeof(float) * (size_t)(outer * len), sm_rows, &r);
+        ipu_par_rows(ctx->threads, outer, 2 * sizeof(float) * (size_t)(outer * len), sm_rows, &r);
         return IPU_OK;
     }
     if (ctx->scratch_bytes < 2 * sizeof(float) * (size_t)inner)

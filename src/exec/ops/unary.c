@@ -154,7 +154,7 @@ static int64_t clip_bound_i(const ipu_tensor_t *t, int64_t dflt)
     return t->dtype == IPU_DTYPE_INT64 ? *(const int64_t *)t->data : *(const int32_t *)t->data;
 }
 
-/* a map's elements [r0, r1) (ipu_ew_par_rows) */
+/* a map's elements [r0, r1) (ipu_par_rows) */
 typedef struct un_rows {
     un_fn k;
     char *o;
@@ -213,7 +213,7 @@ static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
     }
     un_rows_t r = {u->k[ipu_ew_type_index(in[0].dtype)], out[0].data, in[0].data,
                    ipu_dtype_size(in[0].dtype), ipu_dtype_size(out[0].dtype), &p};
-    ipu_ew_par_rows(ctx->threads, cnt, (size_t)cnt * (r.isz + r.osz), un_rows, &r);
+    ipu_par_rows(ctx->threads, cnt, (size_t)cnt * (r.isz + r.osz), un_rows, &r);
     return IPU_OK;
 }
 
