@@ -157,7 +157,6 @@ ipu_status_t ipu_measure_nodes(const ipu_graph_t *g, double *node_ms)
         node_ms[i] = best[key_of[i]] + wbytes / (IPU_MEASURE_MEM_GBPS * 1e6);
     }
 out:
-    ipu_dnn_end_host_team(); /* the timed nodes ran on this thread */
     free(keys);
     free(best);
     free(rep);

@@ -298,9 +298,9 @@ void ipu_dnn_bind_threads(int index, int threads, const int *cpus, int n_cpus);
  * than the CPUs of the process's affinity mask when it started, it cuts
  * every team's spinning to its short "throttled" count (100 spins; a
  * GOMP_SPINCOUNT only lowers it): an IPU's team then sleeps between two
- * primitives and is woken by a futex for the next. Call it on the host
- * thread when that work is done; the next parallel region there starts
- * threads anew. It ends the calling thread's pool whoever started it: a
+ * primitives and is woken by a futex for the next. ipu_device_load calls
+ * it after a stage's load, the last of that work before the IPUs run; the
+ * next parallel region on the host thread starts threads anew. It ends the calling thread's pool whoever started it: a
  * program of its own that calls the session API from a thread with an
  * OpenMP team loses that team's threads (they start again when needed). */
 void ipu_dnn_end_host_team(void);

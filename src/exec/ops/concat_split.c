@@ -196,7 +196,7 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
     if (s && ipu_dnn_channels_last_io(s->dnn.p)) {
         cl_concat_t a = {out[0].data, in, n->n_inputs, out[0].dims[1]};
         ipu_par_rows(ctx->threads, ipu_tensor_numel(&out[0]) / out[0].dims[1],
-                        2 * ipu_tensor_nbytes(&out[0]), concat_channels_last, &a);
+                     2 * ipu_tensor_nbytes(&out[0]), concat_channels_last, &a);
         return IPU_OK;
     }
     if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {
