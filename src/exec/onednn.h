@@ -257,12 +257,23 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
 ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
                           const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx);
 
-/* On (1): the calling thread keeps the weights it reorders for a run whose
- * weights were not loaded (ipu_dnn_load_weights), for its next runs of the
- * same primitive at the same address, as a loaded stage has them: the
- * partitioner's timing (exec/measure.c) then times the primitive, not the
- * reorder. Off (0): the copy is freed. One copy per thread at a time. */
-void ipu_dnn_keep_weights(int on);
+/* On (1): the calling thread's runs time the primitive as a loaded stage
+ * runs it (the partitioner's timing, exec/measure.c):
+ * - the weights it reorders for a run whose weights were not loaded
+ *   (ipu_dnn_load_weights) are kept for its next runs of the same primitive
+ *   at the same address, as a loaded stage has them;
+ * - only the main primitive runs, on X and Y in its own layouts in the
+ *   scratch, as the layout pass chains a stage's oneDNN nodes: the reorders
+ *   of X and Y and the copy of the residual are skipped, so Y's contents
+ *   are not the result.
+ * Off (0): the weights' copy is freed and runs compute results again. One
+ * copy per thread at a time. */
+void ipu_dnn_timing(int on);
+
+/* Whether p sums a residual (a fused Add) that it reads in Y's layout as it
+ * is: then the residual's buffer may be Y's (ipu_dnn_run() copies nothing
+ * when res == dst). 0 for NULL. */
+int ipu_dnn_sums_in_place(const ipu_dnn_t *p);
 
 void ipu_dnn_free(ipu_dnn_t *p);
 

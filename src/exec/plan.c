@@ -104,6 +104,26 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
             if (last[r] < 0) last[r] = last[v];
         }
     }
+    /* a node that sums into its output the input no later node reads (a
+     * residual, ipu_op_t.inplace) writes its output over that input: one
+     * buffer (not one fed from outside, which a caller may run again) */
+    for (int s = 0; s < n; s++) {
+        const ipu_node_t *nd = &g->nodes[nodes[s]];
+        int k = nd->op->inplace && !p.alias[nodes[s]] ? nd->op->inplace(nd) : -1;
+        if (k < 0 || k >= nd->n_inputs || nd->n_outputs < 1)
+            continue;
+        int r = nd->inputs[k], o = nd->outputs[0];
+        if (!IS_ACT(r) || !IS_ACT(o) || value_bytes(&g->values[r]) != value_bytes(&g->values[o]))
+            continue;
+        int rr = find_root(parent, r), ro = find_root(parent, o), t = 2 * s + 1;
+        int shared = rr == ro || first[rr] <= 0 || last[rr] != t || first[ro] != t;
+        for (int q = 0; q < nd->n_inputs && !shared; q++) /* read otherwise by this node too */
+            shared = q != k && IS_ACT(nd->inputs[q]) && find_root(parent, nd->inputs[q]) == rr;
+        if (shared)
+            continue;
+        parent[ro] = rr;
+        last[rr] = last[ro];
+    }
     int nb = 0;
     for (int v = 0; v < nv; v++)
         if (last[v] >= 0 && find_root(parent, v) == v) {

@@ -85,6 +85,13 @@ typedef struct ipu_op {
      * weights in another layout), known after infer without loading, so a
      * stage is charged for them before it is loaded; NULL for none. */
     size_t (*held)(const ipu_graph_t *g, const ipu_node_t *n);
+
+    /* Optional: the input slot whose buffer output 0 may take over (the
+     * buffer planner, exec/plan.h, gives them one buffer when no later node
+     * reads that input), because run() reads that input only as output 0's
+     * starting contents, as they are (a residual its primitive sums into
+     * Y), or -1; NULL for none. Called after infer and the layout pass. */
+    int (*inplace)(const ipu_node_t *n);
 } ipu_op_t;
 
 /* Lookup function: the entry implementing (domain, op_type) at opset, or NULL. */

@@ -11,7 +11,8 @@ typedef struct ipu_node_cost {
     double bytes_moved;    /* bytes read and written (activations and weights) */
     size_t out_bytes;      /* bytes of its outputs */
     size_t scratch_bytes;  /* its kernel's scratch: ipu_node_scratch() (exec/stage.h) */
-    double est_ms;         /* roofline estimate: max(flops / peak, bytes / bandwidth) */
+    double est_ms;         /* roofline estimate: max(flops / peak, bytes / bandwidth);
+                              0 for a view (IPU_OP_ALIAS_INPUT0: it does not run) */
 } ipu_node_cost_t;
 
 typedef struct ipu_cost_params {
@@ -24,7 +25,8 @@ typedef struct ipu_cost_params {
 
 void ipu_cost_params_init(ipu_cost_params_t *p);
 
-/* Fill costs[i] for every node index i of g (folded nodes cost 0).
+/* Fill costs[i] for every node index i of g (folded nodes cost 0, views
+ * take no time).
  * Errors: none besides IPU_ERR_INVALID_ARG for an uninferred graph. */
 ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ipu_node_cost_t *costs);
 

@@ -38,8 +38,33 @@ static ipu_status_t fake_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
     return IPU_OK;
 }
 
-static const ipu_op_t op_sum = {"", "FakeSum", 1, 99, 0, fake_infer, NULL, fake_run, NULL, NULL, NULL};
-static const ipu_op_t op_view = {"", "FakeView", 1, 99, IPU_OP_ALIAS_INPUT0, fake_infer, NULL, fake_run, NULL, NULL, NULL};
+static const ipu_op_t op_sum = {"", "FakeSum", 1, 99, 0, fake_infer, NULL, fake_run, NULL, NULL, NULL, NULL};
+static const ipu_op_t op_view = {"", "FakeView", 1, 99, IPU_OP_ALIAS_INPUT0, fake_infer, NULL, fake_run, NULL, NULL, NULL, NULL};
+
+/* FakeRes(x, r): y = r + 2x, r read only as Y's starting contents (as a
+ * Conv sums its residual into Y): copied in unless the planner gave r's
+ * buffer to y */
+static ipu_status_t fake_res_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
+                                 ipu_kernel_ctx_t *ctx)
+{
+    (void)n;
+    (void)ctx;
+    int64_t cnt = ipu_tensor_numel(&out[0]);
+    float *y = out[0].data;
+    const float *x = in[0].data;
+    if (y != in[1].data)
+        memcpy(y, in[1].data, (size_t)cnt * sizeof(float));
+    for (int64_t i = 0; i < cnt; i++)
+        y[i] += 2 * x[i];
+    return IPU_OK;
+}
+static int fake_res_inplace(const ipu_node_t *n)
+{
+    (void)n;
+    return 1;
+}
+static const ipu_op_t op_res = {"", "FakeRes", 1, 99, 0, fake_infer, NULL, fake_res_run, NULL, NULL, NULL,
+                                fake_res_inplace};
 
 /* FakeSum with the scratch its "scratch" attribute says (bytes) */
 static size_t fake_scratch(const ipu_graph_t *g, const ipu_node_t *n)
@@ -47,12 +72,15 @@ static size_t fake_scratch(const ipu_graph_t *g, const ipu_node_t *n)
     (void)g;
     return (size_t)ipu_attr_int(n, "scratch", 0);
 }
-static const ipu_op_t op_scratch = {"", "FakeScratch", 1, 99, 0, fake_infer, fake_scratch, fake_run, NULL, NULL, NULL};
+static const ipu_op_t op_scratch = {"", "FakeScratch", 1, 99, 0, fake_infer, fake_scratch, fake_run, NULL, NULL, NULL, NULL};
 
 static const ipu_op_t *lookup(const char *d, const char *op, int v)
 {
     (void)d; (void)v;
-    return strcmp(op, "FakeView") == 0 ? &op_view : strcmp(op, "FakeScratch") == 0 ? &op_scratch : &op_sum;
+    return strcmp(op, "FakeView") == 0      ? &op_view
+           : strcmp(op, "FakeScratch") == 0 ? &op_scratch
+           : strcmp(op, "FakeRes") == 0     ? &op_res
+                                            : &op_sum;
 }
 
 static ipu_graph_t *prepared(ipu_graph_t *g, int64_t n)
@@ -143,6 +171,59 @@ static void test_alias_needs_single_output(void **state)
     ipu_graph_free(g);
 }
 
+/* The residual r of FakeRes(x, r): y takes r's buffer only when no later
+ * node reads r, x is not r, and r is no stage input or output; the stage
+ * computes the same values either way (by hand: a = x + x... below). */
+static void check_res(const char *what, int n_out, const char *const *outs, int extra_reader,
+                      const char *res_in, int want_shared)
+{
+    ipu_graph_t *g = ipu_graph_new(what);
+    ipu_graph_add_node(g, "FakeSum", "a", 2, (const char *[]){"x", "x"}, 1, (const char *[]){"a"});
+    ipu_graph_add_node(g, "FakeSum", "b", 1, (const char *[]){"a"}, 1, (const char *[]){"b"});
+    ipu_graph_add_node(g, "FakeRes", "y", 2, (const char *[]){"b", res_in}, 1, (const char *[]){"y"});
+    if (extra_reader) /* z = a + y, a read after y */
+        ipu_graph_add_node(g, "FakeSum", "z", 2, (const char *[]){"a", "y"}, 1, (const char *[]){"z"});
+    ipu_graph_add_input(g, "x");
+    for (int k = 0; k < n_out; k++)
+        ipu_graph_add_output(g, outs[k]);
+    prepared(g, 16);
+    ipu_stage_t s;
+    assert_int_equal(ipu_stage_build(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, n_out, &s), IPU_OK);
+    int r = ipu_graph_find_value(g, res_in), y = ipu_graph_find_value(g, "y");
+    if ((s.plan.offset[r] == s.plan.offset[y]) != want_shared)
+        fail_msg("%s: residual %s and y %s one buffer", what, res_in, want_shared ? "not in" : "in");
+    uint8_t *arena = aligned_alloc(64, (s.plan.arena_bytes + 63) / 64 * 64);
+    float *x = (float *)(arena + s.plan.offset[ipu_graph_find_value(g, "x")]);
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)i;
+    assert_int_equal(ipu_stage_run(&s, arena, NULL, 1), IPU_OK);
+    /* a = b = 2x; r is a (4x + 2x = 6x), b (4x + 2x) or x (4x + x = 5x) */
+    float want_y = strcmp(res_in, "x") == 0 ? 5.0f : 6.0f;
+    for (int i = 0; i < 16; i++) {
+        assert_float_equal(((const float *)(arena + s.plan.offset[y]))[i], want_y * i, 0);
+        if (extra_reader) /* z = a + y */
+            assert_float_equal(((const float *)(arena + s.plan.offset[ipu_graph_find_value(g, "z")]))[i],
+                               (2.0f + want_y) * i, 0);
+        if (n_out > 1) /* the other output keeps its value */
+            assert_float_equal(((const float *)(arena + s.plan.offset[ipu_graph_find_value(g, outs[1])]))[i],
+                               2.0f * i, 0);
+    }
+    free(arena);
+    ipu_stage_free(&s);
+    ipu_graph_free(g);
+}
+
+static void test_residual_in_place(void **state)
+{
+    (void)state;
+    const char *y[] = {"y"}, *z[] = {"z"}, *y_a[] = {"y", "a"};
+    check_res("dies here", 1, y, 0, "a", 1);
+    check_res("read later", 1, z, 1, "a", 0);
+    check_res("the node's other input", 1, y, 0, "b", 0);
+    check_res("a stage input", 1, y, 0, "x", 0);
+    check_res("a stage output", 2, y_a, 0, "a", 0);
+}
+
 /* Random DAGs: each node sums 1-3 earlier values; sizes vary. Brute force:
  * values whose lifetimes overlap never overlap in memory, and the arena is
  * never larger than all buffers laid end to end. */
@@ -192,6 +273,69 @@ static void test_random_dags_no_overlap(void **state)
             }
         assert_true(p.arena_bytes <= p.live_bytes);
         ipu_plan_free(&p);
+        ipu_graph_free(g);
+    }
+}
+
+/* Random DAGs of sums, views of one value and residual nodes (FakeRes),
+ * two outputs: the stage computes what a direct evaluation does, value by
+ * value in its own array (the same float operations in the same order). */
+static void test_random_dags_run(void **state)
+{
+    (void)state;
+    enum { N = 32, MAXV = 40 };
+    srand(11);
+    for (int trial = 0; trial < 300; trial++) {
+        ipu_graph_t *g = ipu_graph_new("rand_run");
+        int nn = 2 + rand() % 30;
+        char name[MAXV][16];
+        static float ref[MAXV][N];
+        snprintf(name[0], 16, "x");
+        for (int e = 0; e < N; e++)
+            ref[0][e] = (float)(rand() % 17) - 8;
+        for (int i = 1; i <= nn; i++) {
+            snprintf(name[i], 16, "v%d", i);
+            int kind = rand() % 3, k = kind == 0 ? 1 : kind == 1 ? 1 + rand() % 3 : 2, src[3];
+            const char *in[3];
+            for (int j = 0; j < k; j++) {
+                src[j] = rand() % i;
+                in[j] = name[src[j]];
+            }
+            const char *out[1] = {name[i]};
+            ipu_graph_add_node(g, kind == 0 ? "FakeView" : kind == 1 ? "FakeSum" : "FakeRes", NULL, k, in, 1, out);
+            for (int e = 0; e < N; e++) {
+                float y = 0;
+                if (kind == 2) {
+                    y = ref[src[1]][e];
+                    y += 2 * ref[src[0]][e];
+                } else {
+                    for (int j = 0; j < k; j++)
+                        y += ref[src[j]][e];
+                }
+                ref[i][e] = y;
+            }
+        }
+        ipu_graph_add_input(g, "x");
+        int other = 1 + rand() % nn;
+        ipu_graph_add_output(g, name[nn]);
+        if (other != nn)
+            ipu_graph_add_output(g, name[other]);
+        prepared(g, N);
+        ipu_stage_t s;
+        assert_int_equal(ipu_stage_build(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, g->n_outputs, &s),
+                         IPU_OK);
+        uint8_t *arena = aligned_alloc(64, (s.plan.arena_bytes + 63) / 64 * 64 + 64);
+        memcpy(arena + s.plan.offset[ipu_graph_find_value(g, "x")], ref[0], sizeof(ref[0]));
+        assert_int_equal(ipu_stage_run(&s, arena, NULL, 1), IPU_OK);
+        for (int k = 0; k < g->n_outputs; k++) {
+            int v = g->outputs[k], i = v == ipu_graph_find_value(g, name[nn]) ? nn : other;
+            const float *y = (const float *)(arena + s.plan.offset[v]);
+            for (int e = 0; e < N; e++)
+                if (y[e] != ref[i][e])
+                    fail_msg("trial %d: %s[%d] = %g, want %g", trial, name[i], e, y[e], ref[i][e]);
+        }
+        free(arena);
+        ipu_stage_free(&s);
         ipu_graph_free(g);
     }
 }
@@ -320,7 +464,9 @@ int main(void)
         cmocka_unit_test(test_chain_reuses_two_buffers),
         cmocka_unit_test(test_alias_shares_and_extends),
         cmocka_unit_test(test_alias_needs_single_output),
+        cmocka_unit_test(test_residual_in_place),
         cmocka_unit_test(test_random_dags_no_overlap),
+        cmocka_unit_test(test_random_dags_run),
         cmocka_unit_test(test_partition_counts_scratch),
         cmocka_unit_test(test_stage_boundary),
     };

@@ -367,9 +367,9 @@ static ipu_status_t bin_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
 }
 
 #define ENTRY(NAME, SINCE, KIND, ...) \
-    {{"", NAME, SINCE, 17, 0, bin_infer, NULL, bin_run, NULL, NULL, NULL}, KIND, -1, __VA_ARGS__}
+    {{"", NAME, SINCE, 17, 0, bin_infer, NULL, bin_run, NULL, NULL, NULL, NULL}, KIND, -1, __VA_ARGS__}
 #define ENTRY_DNN(NAME, ALG, ...)                                                            \
-    {{"", NAME, 7, 17, IPU_OP_DNN, bin_infer, bin_scratch, bin_run, bin_fini, NULL, NULL},   \
+    {{"", NAME, 7, 17, IPU_OP_DNN, bin_infer, bin_scratch, bin_run, bin_fini, NULL, NULL, NULL},   \
      K_ARITH, ALG, __VA_ARGS__}
 #define ARITH_K(p) {p##_f32, p##_i64, p##_i32, NULL}
 #define CMP_K(p) {p##_f32, p##_i64, p##_i32, p##_b8}

@@ -130,8 +130,8 @@ static ipu_status_t cast_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 }
 
 static const ipu_op_t cast_ops[] = {
-    {"", "Cast", 6, 17, 0, cast_infer, NULL, cast_run, NULL, NULL, NULL},
-    {"", "CastLike", 15, 17, 0, cast_infer, NULL, cast_run, NULL, NULL, NULL},
+    {"", "Cast", 6, 17, 0, cast_infer, NULL, cast_run, NULL, NULL, NULL, NULL},
+    {"", "CastLike", 15, 17, 0, cast_infer, NULL, cast_run, NULL, NULL, NULL, NULL},
 };
 
 const ipu_op_t *const ipu_ops_cast[] = {&cast_ops[0], &cast_ops[1], NULL};

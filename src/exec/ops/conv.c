@@ -140,11 +140,17 @@ static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)
     return s ? ipu_dnn_weights_held(s->dnn.p) : 0;
 }
 
+static int conv_inplace(const ipu_node_t *n)
+{
+    const conv_state_t *s = n->state;
+    return s && ipu_dnn_sums_in_place(s->dnn.p) ? s->dnn.res_slot : -1;
+}
+
 static const ipu_op_t conv_op = {
     .domain = "", .op_type = "Conv", .since_version = 1, .until_version = 21,
     .flags = IPU_OP_DNN | IPU_OP_HELD_REPLACES_INPUT1,
     .infer = conv_infer, .scratch = conv_scratch, .run = conv_run, .load = conv_load,
-    .held = conv_held, .fini = conv_fini,
+    .held = conv_held, .fini = conv_fini, .inplace = conv_inplace,
 };
 
 const ipu_op_t *const ipu_ops_conv[] = {&conv_op, NULL};

@@ -63,6 +63,12 @@ static size_t mm_held(const ipu_graph_t *g, const ipu_node_t *n)
     return s ? ipu_dnn_weights_held(s->p) : 0;
 }
 
+static int mm_inplace(const ipu_node_t *n)
+{
+    const mm_state_t *s = n->state;
+    return s && !s->fill_c && ipu_dnn_sums_in_place(s->p) ? ipu_fused_residual_input(n) : -1;
+}
+
 /* Run the primitive with the node's fused operands. */
 static ipu_status_t mm_run_dnn(const ipu_node_t *n, const mm_state_t *s, const ipu_tensor_t *in,
                                const float *bias, float *y, const ipu_kernel_ctx_t *ctx)
@@ -294,12 +300,12 @@ static ipu_status_t matmul_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
 static const ipu_op_t gemm_op = {
     .domain = "", .op_type = "Gemm", .since_version = 7, .until_version = 21,
     .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = gemm_infer, .scratch = mm_scratch, .run = gemm_run, .load = mm_load,
-    .held = mm_held, .fini = mm_fini,
+    .held = mm_held, .fini = mm_fini, .inplace = mm_inplace,
 };
 static const ipu_op_t matmul_op = {
     .domain = "", .op_type = "MatMul", .since_version = 1, .until_version = 21,
     .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = matmul_infer, .scratch = mm_scratch, .run = matmul_run, .load = mm_load,
-    .held = mm_held, .fini = mm_fini,
+    .held = mm_held, .fini = mm_fini, .inplace = mm_inplace,
 };
 
 const ipu_op_t *const ipu_ops_gemm[] = {&gemm_op, &matmul_op, NULL};

@@ -12,7 +12,7 @@
 
 /* A registry entry op_<Type> of the default domain. */
 #define IPU_MV_OP(type, since, until, flags, infer, scratch, run, fini) \
-    static const ipu_op_t op_##type = {"", #type, since, until, flags, infer, scratch, run, fini, NULL, NULL};
+    static const ipu_op_t op_##type = {"", #type, since, until, flags, infer, scratch, run, fini, NULL, NULL, NULL};
 
 /* Most dimensions a strided copy takes (Tile views its output as 2 x rank). */
 #define IPU_MV_MAX_DIMS (2 * IPU_MAX_RANK)

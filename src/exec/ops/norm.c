@@ -371,7 +371,7 @@ static ipu_status_t norm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
 }
 
 #define ENTRY(NAME, SINCE, FLAGS, KIND) \
-    {{"", NAME, SINCE, 17, FLAGS, norm_infer, norm_scratch, norm_run, norm_fini, NULL, NULL}, KIND}
+    {{"", NAME, SINCE, 17, FLAGS, norm_infer, norm_scratch, norm_run, norm_fini, NULL, NULL, NULL}, KIND}
 
 static const norm_op_t ops[] = {
     ENTRY("BatchNormalization", 7, IPU_OP_DNN, N_BATCH),

@@ -377,7 +377,7 @@ static ipu_status_t red_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
 }
 
 #define ENTRY(NAME, KIND, AXES_INPUT, ...)                                                  \
-    {{"", NAME, 1, 17, 0, red_infer, red_scratch, red_run, ipu_op_free_state, NULL, NULL}, KIND, \
+    {{"", NAME, 1, 17, 0, red_infer, red_scratch, red_run, ipu_op_free_state, NULL, NULL, NULL}, KIND, \
      AXES_INPUT, {__VA_ARGS__}}
 #define K3(p) p##_f32, p##_i64, p##_i32
 

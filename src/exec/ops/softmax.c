@@ -149,8 +149,8 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 }
 
 static const sm_op_t ops[] = {
-    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL}, 0},
-    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL}, 1},
+    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL, NULL}, 0},
+    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL, NULL}, 1},
 };
 
 const ipu_op_t *const ipu_ops_softmax[] = {&ops[0].op, &ops[1].op, NULL};

@@ -219,7 +219,7 @@ static ipu_status_t un_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 
 #define ENTRY(NAME, SINCE, UNTIL, KIND, A, B, G, ...)                                   \
     {{"", NAME, SINCE, UNTIL, KIND == U_COPY || KIND == U_DROPOUT ? IPU_OP_ALIAS_INPUT0 : 0, \
-      un_infer, NULL, un_run, NULL, NULL, NULL},                                                    \
+      un_infer, NULL, un_run, NULL, NULL, NULL, NULL},                                                 \
      KIND, {__VA_ARGS__}, A, B, G}
 #define MAP(NAME, SINCE, ...) ENTRY(NAME, SINCE, 17, U_MAP, 0, 0, 0, __VA_ARGS__)
 #define F32I(p) p##_f32, p##_i64, p##_i32
