@@ -4,8 +4,7 @@
 #include "cli/io.h"
 #include "exec/measure.h"
 #include "exec/ops/registry.h"
-#include "graph/fold_bn.h"
-#include "graph/fuse.h"
+#include "exec/prepare.h"
 #include "graph/annotate.h"
 #include "graph/load.h"
 #include "partition/partition.h"
@@ -183,8 +182,7 @@ int cli_plan_main(int argc, char **argv)
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs, micro_batch);
     if (st == IPU_OK && measure) { /* as pipeline/setup.c does before it partitions */
-        if ((st = ipu_graph_fold_bn(g, ipu_op_lookup, NULL)) == IPU_OK &&
-            (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) == IPU_OK &&
+        if ((st = ipu_prepare_graph(g)) == IPU_OK &&
             (node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         if (st == IPU_OK && (st = ipu_measure_nodes(g, node_ms)) == IPU_OK)

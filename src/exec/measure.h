@@ -3,11 +3,12 @@
  * far more than a FLOP count says (a 1x1 convolution on a 7x7 map runs at a
  * fraction of the rate of a 3x3 one on 56x56). Each distinct (op, shapes,
  * attributes) is run on this machine's kernels, with the real weights
- * and stand-in activations, and timed as a loaded stage runs it
- * (ipu_dnn_timing: weights reordered once, activations in the primitive's
- * layouts). The node costs the longer of that and the time to stream its
- * weights from memory (cache-hot in the timing loop, streamed in a
- * pipeline while the kernel computes): a roofline. */
+ * and stand-in activations, and timed as a loaded stage runs it: its
+ * weights reordered once (ipu_dnn_keep_weights), its activations in the
+ * layouts the layout pass chose (g is prepared: exec/prepare.h), its
+ * residual summed in place (exec/plan.h). The node costs the longer of that
+ * and the time to stream its weights from memory (cache-hot in the timing
+ * loop, streamed in a pipeline while the kernel computes): a roofline. */
 #ifndef IPU_EXEC_MEASURE_H
 #define IPU_EXEC_MEASURE_H
 

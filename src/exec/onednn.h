@@ -88,12 +88,16 @@ typedef struct ipu_dnn_deconv_desc {
 /* Y = X / (bias + alpha / size * square_sum)^beta, square_sum over the
  * channels c-(size-1)/2 .. c+(size-1)/2 (clipped to [0, C)): LRN-13
  * (Operators.md) for odd sizes (oneDNN's LRN across channels centres its
- * window, which ONNX does not for even ones). X and Y [N, C, S] dense, S the
- * product of the spatial dims. Run with ipu_dnn_exec() (no extra
- * operands). */
+ * window, which ONNX does not for even ones). X and Y dense, S the product
+ * of the spatial dims: [N, C, sp[0], sp[1]] when nd is 2, else viewed as
+ * [N, C, S, 1] (oneDNN's fast LRN kernels take 4-D tensors only; a
+ * producer's layout, for the layout pass, is of 2-D spatial dims). Run with
+ * ipu_dnn_exec() (no extra operands). */
 typedef struct ipu_dnn_lrn_desc {
     int64_t N, C, S, size;
     float alpha, beta, bias;
+    int nd;
+    int64_t sp[2];
 } ipu_dnn_lrn_desc_t;
 
 /* Pooling (MaxPool-12, AveragePool-19, the global pools of Operators.md):
@@ -157,8 +161,13 @@ typedef struct ipu_dnn_binary_desc {
 ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d, ipu_dnn_t **out);
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out);
 ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d, ipu_dnn_t **out);
-/* d->size must be odd (IPU_ERR_UNSUPPORTED otherwise). */
-ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, ipu_dnn_t **out);
+/* d->size must be odd (IPU_ERR_UNSUPPORTED otherwise). like: NULL, or the
+ * primitive of the node whose output this one reads, as for
+ * ipu_dnn_pool(): X (and so Y) is then taken in like's output layout where
+ * it is of X's dims and oneDNN has more than its reference kernel for it
+ * (IPU_ERR_UNSUPPORTED otherwise). */
+ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, const ipu_dnn_t *like,
+                         ipu_dnn_t **out);
 
 /* LayerNormalization-17 of a dense float tensor viewed as [rows, len]:
  * each row's mean and (biased) variance, then scale and shift per column.
@@ -257,18 +266,12 @@ ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, co
 ipu_status_t ipu_dnn_exec(const ipu_node_t *n, ipu_dnn_t *p, const float *src,
                           const void *const *extra, float *dst, const ipu_kernel_ctx_t *ctx);
 
-/* On (1): the calling thread's runs time the primitive as a loaded stage
- * runs it (the partitioner's timing, exec/measure.c):
- * - the weights it reorders for a run whose weights were not loaded
- *   (ipu_dnn_load_weights) are kept for its next runs of the same primitive
- *   at the same address, as a loaded stage has them;
- * - only the main primitive runs, on X and Y in its own layouts in the
- *   scratch, as the layout pass chains a stage's oneDNN nodes: the reorders
- *   of X and Y and the copy of the residual are skipped, so Y's contents
- *   are not the result.
- * Off (0): the weights' copy is freed and runs compute results again. One
- * copy per thread at a time. */
-void ipu_dnn_timing(int on);
+/* On (1): the calling thread keeps the weights it reorders for a run whose
+ * weights were not loaded (ipu_dnn_load_weights), for its next runs of the
+ * same primitive at the same address, as a loaded stage has them: the
+ * partitioner's timing (exec/measure.c) then times the primitive, not the
+ * reorder. Off (0): the copy is freed. One copy per thread at a time. */
+void ipu_dnn_keep_weights(int on);
 
 /* Whether p sums a residual (a fused Add) that it reads in Y's layout as it
  * is: then the residual's buffer may be Y's (ipu_dnn_run() copies nothing

@@ -60,9 +60,9 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
     return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
 }
 
-/* ipu_dnn_timing(): this thread's copy of the weights last reordered for
- * a run, kept for the next runs of the same primitive at the same address;
- * on: runs execute their main primitive only. */
+/* ipu_dnn_keep_weights(): this thread's copy of the weights last
+ * reordered for a run, kept for the next runs of the same primitive at the
+ * same address. */
 static _Thread_local struct {
     int on;
     const ipu_dnn_t *p;
@@ -70,7 +70,7 @@ static _Thread_local struct {
     void *buf;
 } g_keep;
 
-void ipu_dnn_timing(int on)
+void ipu_dnn_keep_weights(int on)
 {
     free(g_keep.buf);
     memset(&g_keep, 0, sizeof(g_keep));
@@ -282,13 +282,12 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
     const void *x = src;
     void *y = dst;
     if (p->src_in && !p->chain_src) {
-        if (!g_keep.on) /* timing: X is taken in the primitive's layout */
-            plan_reorder(&c[CALL_SRC], p->src_in, &p->src_user, src, &p->src_md, xs, pad);
+        plan_reorder(&c[CALL_SRC], p->src_in, &p->src_user, src, &p->src_md, xs, pad);
         x = xs;
     }
     if (p->dst_out && !p->chain_dst)
         y = ys;
-    if (p->has_res && !g_keep.on) { /* the sum post-op adds Y's contents: the residual */
+    if (p->has_res) { /* the sum post-op adds Y's contents: the residual */
         int as_dst = p->res_in == NULL || p->chain_res;
         if (res == NULL) {
             st = ipu_op_error(IPU_ERR_INTERNAL, n, "no residual");
@@ -310,7 +309,7 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
     plan_arg(m, DNNL_ARG_DST, &p->dst_md, y);
     if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
         plan_arg(m, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad);
-    if (p->dst_out && !p->chain_dst && !g_keep.on)
+    if (p->dst_out && !p->chain_dst)
         plan_reorder(&c[CALL_DST], p->dst_out, &p->dst_md, ys, &p->dst_user, dst, pad);
     static const char *const what[N_CALLS] = {"reordering X", "copying the residual", "executing",
                                               "reordering Y"};

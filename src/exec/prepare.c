@@ -12,7 +12,15 @@ ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs)
     ipu_status_t st;
     for (int k = 0; k < g->n_inputs; k++)
         ipu_value_set_shape(&g->values[g->inputs[k]], inputs[k].dtype, inputs[k].rank, inputs[k].dims);
-    if ((st = ipu_graph_infer(g)) != IPU_OK || (st = ipu_graph_fold_bn(g, ipu_op_lookup, NULL)) != IPU_OK ||
+    if ((st = ipu_graph_infer(g)) != IPU_OK)
+        return st;
+    return ipu_prepare_graph(g);
+}
+
+ipu_status_t ipu_prepare_graph(ipu_graph_t *g)
+{
+    ipu_status_t st;
+    if ((st = ipu_graph_fold_bn(g, ipu_op_lookup, NULL)) != IPU_OK ||
         (st = ipu_graph_fuse(g, ipu_op_lookup, NULL)) != IPU_OK)
         return st;
     return ipu_dnn_chain(g);

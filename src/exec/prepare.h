@@ -17,6 +17,10 @@
  * ops/dnn_chain.h). Errors: the inference's, the folding's, the fusion's
  * and the layout pass's. */
 ipu_status_t ipu_prepare_shapes(ipu_graph_t *g, const ipu_tensor_t *inputs);
+/* The part of ipu_prepare_shapes after the inference, on a graph whose
+ * shapes are inferred (plan --measure times the nodes so, as a run has
+ * them): fold, fuse, the layout pass. Errors: as ipu_prepare_shapes. */
+ipu_status_t ipu_prepare_graph(ipu_graph_t *g);
 
 /* Which stage ipu_prepare_stage builds. */
 typedef struct ipu_prepare_params {

@@ -51,14 +51,25 @@ static int64_t stage_of(const ipu_node_t *n)
     return a && a->type == IPU_ATTR_INT ? a->i : -1;
 }
 
+/* Whether node n reads value v. */
+static int reads(const ipu_node_t *n, int v)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] == v)
+            return 1;
+    return 0;
+}
+
 /* The single reader of value v (v no graph output), a node of one output,
- * or NULL. */
+ * or NULL. The readers were listed before any fusion: a node an earlier
+ * host fused (now an Identity of that host's output) no longer reads v, and
+ * v's one reader is then that host, as a residual or operand: none. */
 static ipu_node_t *only_use(const fusion_t *f, int v)
 {
     if (v < 0 || f->u[v].count != 1 || (f->g->values[v].flags & IPU_VALUE_OUTPUT))
         return NULL;
     ipu_node_t *n = &f->g->nodes[f->u[v].node[0]];
-    return n->n_outputs == 1 && n->outputs[0] >= 0 ? n : NULL;
+    return n->n_outputs == 1 && n->outputs[0] >= 0 && reads(n, v) ? n : NULL;
 }
 
 /* The other input of a two-input node that reads v, or -1. */

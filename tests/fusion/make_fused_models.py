@@ -37,12 +37,30 @@ OUT/concat_chain/model.onnx x[1,3,20,20]: Concats between Convs, which the
 OUT/concat_chain_b2/      the same at batch 2
 OUT/concat_chain_64/      the same on 64x64 (the dense block's Concats and
                           BatchNormalizations over 256 KiB: run on 2 threads)
+OUT/res_order/model.onnx  x[1,8,8,8]: two sums whose residual is made by a
+                          Conv later in node order than the Conv that fuses
+                          the sum: relu(relu(conv0(x)) + conv2(conv1(x)))
+                          and, ResNet-like with the shortcut relu(conv5(x)),
+                          conv6(relu(conv4(relu(conv3(x))) + relu(conv5(x))));
+                          the later Conv must not take the fused nodes' chain
+                          again (it did: the sum was lost): 2 outputs
+OUT/lrn_deconv/model.onnx x[1,8,16,16]: Conv 8->32 (3x3) + Relu -> LRN (size
+                          5) -> 1x1 Conv -> ConvTranspose 32->16 (2x2, stride
+                          2) -> 3x3 Conv, which the layout pass keeps in
+                          oneDNN's layouts; and Conv 8->8 -> LRN of size 4 (the
+                          op's own loop: ONNX puts an even window's extra
+                          channel after c): 2 outputs. Built with onnx.helper
+                          (PyTorch exports LocalResponseNorm as a pooling
+                          chain), the reference from PyTorch's conv ops and
+                          the spec's LRN formula in numpy
+OUT/lrn_deconv_b2/        the same at batch 2
 Opset 14 (HardSwish is an operator from 14; GELU is exported as Erf).
 """
 import inspect, os, sys
 import numpy as np
+import onnx
 import torch
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 out = sys.argv[1]
 torch.manual_seed(0)
@@ -139,6 +157,19 @@ class ConcatChain(torch.nn.Module):
         return torch.cat([z, x], 1), torch.cat(feats, 1)
 
 
+class ResOrder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.ModuleList([torch.nn.Conv2d(8 if i in (0, 1, 3, 5) else 16, 16, 3, padding=1)
+                                      for i in range(7)])
+
+    def forward(self, x):
+        r, c = torch.relu, self.c
+        y0 = r(r(c[0](x)) + c[2](c[1](x)))
+        y1 = c[6](r(c[4](r(c[3](x))) + r(c[5](x))))
+        return y0, y1
+
+
 def save(t, path, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(t, name).SerializeToString())
@@ -163,9 +194,63 @@ def export(name, model, inputs):
         save(y.numpy(), f"{d}/test_data_set_0/output_{i}.pb", out_names[i])
 
 
+def lrn_ref(x, size, alpha, beta, bias):
+    """LRN-13 as Operators.md writes it: the square sum over channels
+    c - floor((size-1)/2) .. c + ceil((size-1)/2), clipped."""
+    C = x.shape[1]
+    sq = np.zeros_like(x)
+    for c in range(C):
+        lo, hi = max(0, c - (size - 1) // 2), min(C - 1, c + size // 2)  # ceil((size-1)/2)
+        sq[:, c] = (x[:, lo:hi + 1] ** 2).sum(axis=1)
+    return (x / (bias + alpha / size * sq) ** beta).astype(np.float32)
+
+
+def export_lrn_deconv(name, batch):
+    g = torch.Generator().manual_seed(1)
+    rnd = lambda *shape, s=0.3: (torch.randn(*shape, generator=g) * s).float()
+    w = {"wa": rnd(32, 8, 3, 3), "ba": rnd(32), "wb": rnd(32, 32, 1, 1), "bb": rnd(32),
+         "wt": rnd(32, 16, 2, 2), "bt": rnd(16), "wc": rnd(16, 16, 3, 3), "bc": rnd(16),
+         "wd": rnd(8, 8, 1, 1), "bd": rnd(8)}
+    x = torch.randn(batch, 8, 16, 16, generator=g)
+    lrn5 = dict(size=5, alpha=0.5, beta=0.75, bias=2.0)
+    lrn4 = dict(size=4, alpha=0.3, beta=0.6, bias=1.5)
+    F = torch.nn.functional
+    with torch.no_grad():
+        a = torch.relu(F.conv2d(x, w["wa"], w["ba"], padding=1))
+        l5 = torch.from_numpy(lrn_ref(a.numpy(), **lrn5))
+        b = F.conv2d(l5, w["wb"], w["bb"])
+        t = F.conv_transpose2d(b, w["wt"], w["bt"], stride=2)
+        y0 = F.conv2d(t, w["wc"], w["bc"], padding=1).numpy()
+        y1 = lrn_ref(F.conv2d(x, w["wd"], w["bd"]).numpy(), **lrn4)
+    N = helper.make_node
+    nodes = [N("Conv", ["x", "wa", "ba"], ["a0"], name="conv_a", pads=[1, 1, 1, 1]),
+             N("Relu", ["a0"], ["a"], name="relu_a"),
+             N("LRN", ["a"], ["l5"], name="lrn5", **lrn5),
+             N("Conv", ["l5", "wb", "bb"], ["b"], name="conv_b"),
+             N("ConvTranspose", ["b", "wt", "bt"], ["t"], name="up", strides=[2, 2]),
+             N("Conv", ["t", "wc", "bc"], ["y0"], name="conv_c", pads=[1, 1, 1, 1]),
+             N("Conv", ["x", "wd", "bd"], ["d"], name="conv_d"),
+             N("LRN", ["d"], ["y1"], name="lrn4", **lrn4)]
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y0", onnx.TensorProto.FLOAT, list(y0.shape)),
+         helper.make_tensor_value_info("y1", onnx.TensorProto.FLOAT, list(y1.shape))],
+        [numpy_helper.from_array(v.numpy(), k) for k, v in w.items()])
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]),
+              os.path.join(d, "model.onnx"))
+    save(x.numpy(), f"{d}/test_data_set_0/input_0.pb", "x")
+    save(y0, f"{d}/test_data_set_0/output_0.pb", "y0")
+    save(y1, f"{d}/test_data_set_0/output_1.pb", "y1")
+
+
 export("conv_acts", ConvActs(), (torch.randn(1, 3, 12, 12),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
 export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))
+export("res_order", ResOrder(), (torch.randn(1, 8, 8, 8),))
+export_lrn_deconv("lrn_deconv", 1)
+export_lrn_deconv("lrn_deconv_b2", 2)

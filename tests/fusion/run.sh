@@ -10,7 +10,8 @@
 # concat_chain it keeps Concats and a BatchNormalization between Convs in
 # oneDNN's layouts, and a DenseNet block's features, which only Concats
 # read, channels-last (its Concats and BatchNormalizations then run on
-# their own channels-last loops, over the IPU's 2 threads on 64x64).
+# their own channels-last loops, over the IPU's 2 threads on 64x64); in
+# lrn_deconv it keeps an LRN's and a ConvTranspose's in them.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -87,6 +88,28 @@ for m in concat_chain concat_chain_b2 concat_chain_64; do
         then echo "ok: $m keeps ${f% *} channels-last for its ${f#* } Concats"
         else echo "FAIL: $m: ${f% *} not kept channels-last for ${f#* } Concats"; fails=$((fails + 1)); fi
     done
+done
+# plan --measure times the nodes as a run has them: fused and in the layouts
+# the layout pass chose
+if IPU_EXEC_LOG_LEVEL=debug "$EXE" plan "$W/concat_chain/model.onnx" --measure --stages 2 >"$W/out" 2>"$W/err" &&
+    grep -qF "node '/Concat' (Concat): output kept in oneDNN's layout" "$W/err"; then
+    echo "ok: plan --measure runs the layout pass"
+else
+    echo "FAIL: plan --measure: no layout pass"; cat "$W/out" "$W/err"; fails=$((fails + 1))
+fi
+# a residual made by a Conv after the one that fuses the sum (in node
+# order): that later Conv leaves the fused chain alone
+run res_order 2
+# LRN and ConvTranspose in the layout pass: the odd LRN reads the Conv's
+# output as it is and writes for the 1x1 Conv; the ConvTranspose reads the
+# 1x1 Conv's output (through one reorder) and writes for the 3x3 Conv; the
+# even LRN runs on its own loop
+for m in lrn_deconv lrn_deconv_b2; do
+    run $m 2
+    kept $m conv_a Conv 1
+    kept $m lrn5 LRN 1
+    kept $m conv_b Conv 1
+    kept $m up ConvTranspose 1
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

@@ -15,23 +15,25 @@
  *
  * Runs on oneDNN's deconvolution (exec/onednn.h), made at infer for the
  * node's shapes; as for Conv (conv.c) its weights are reordered into the
- * layout it prefers when a device loads the stage (load(), held()). */
+ * layout it prefers when a device loads the stage (load(), held()), and its
+ * X and Y stay in the primitive's layouts where the layout pass
+ * (dnn_chain.h) keeps them so. */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
 #include "exec/ops/window.h"
-#include "exec/onednn.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct ct_state {
-    ipu_dnn_t *p;
+    ipu_dnn_node_t dnn; /* first: the layout pass reads it (IPU_OP_DNN) */
 } ct_state_t;
 
 static void ct_fini(ipu_node_t *n)
 {
     ct_state_t *s = n->state;
     if (s)
-        ipu_dnn_free(s->p);
+        ipu_dnn_free(s->dnn.p);
     free(s);
     n->state = NULL;
 }
@@ -140,16 +142,17 @@ static ipu_status_t ct_infer(ipu_graph_t *g, ipu_node_t *n)
     ct_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+    s->dnn.res_slot = -1;
     n->state = s;
     if (ipu_shape_numel(x->rank, dims) == 0 || ipu_shape_numel(x->rank, x->dims) == 0)
         return IPU_OK; /* nothing to compute */
-    return ipu_dnn_deconv(n, &d, &s->p);
+    return ipu_dnn_deconv(n, &d, &s->dnn.p);
 }
 
 static size_t ct_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ct_state_t *s = n->state;
-    return s ? ipu_dnn_scratch(s->p) : 0;
+    return s ? ipu_dnn_scratch(s->dnn.p) : 0;
 }
 
 static ipu_status_t ct_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tensor_t *out,
@@ -157,7 +160,7 @@ static ipu_status_t ct_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 {
     const ct_state_t *s = n->state;
     const float *bias = n->n_inputs > 2 ? in[2].data : NULL;
-    if (s->p == NULL) { /* an empty input (N or C is 0): Y is empty or the bias */
+    if (s->dnn.p == NULL) { /* an empty input (N or C is 0): Y is empty or the bias */
         int64_t M = out[0].dims[1], plane = 1;
         for (int i = 2; i < out[0].rank; i++)
             plane *= out[0].dims[i];
@@ -166,25 +169,25 @@ static ipu_status_t ct_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
             y[i] = bias ? bias[i / plane % M] : 0.0f;
         return IPU_OK;
     }
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, NULL, NULL, out[0].data, ctx);
+    return ipu_dnn_run(n, s->dnn.p, in[0].data, in[1].data, bias, NULL, NULL, out[0].data, ctx);
 }
 
 static ipu_status_t ct_load(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ct_state_t *s = n->state;
     const ipu_value_t *w = ipu_node_input(g, n, 1);
-    return s && w ? ipu_dnn_load_weights(n, s->p, w->data) : IPU_OK;
+    return s && w ? ipu_dnn_load_weights(n, s->dnn.p, w->data) : IPU_OK;
 }
 
 static size_t ct_held(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ct_state_t *s = n->state;
-    return s ? ipu_dnn_weights_held(s->p) : 0;
+    return s ? ipu_dnn_weights_held(s->dnn.p) : 0;
 }
 
 static const ipu_op_t conv_transpose_op = {
     .domain = "", .op_type = "ConvTranspose", .since_version = 1, .until_version = 21,
-    .flags = IPU_OP_HELD_REPLACES_INPUT1, .infer = ct_infer, .scratch = ct_scratch, .run = ct_run, .load = ct_load,
+    .flags = IPU_OP_DNN | IPU_OP_HELD_REPLACES_INPUT1, .infer = ct_infer, .scratch = ct_scratch, .run = ct_run, .load = ct_load,
     .held = ct_held, .fini = ct_fini,
 };
 

@@ -8,25 +8,33 @@
  *
  * Odd sizes run on oneDNN's LRN (exec/onednn.h), whose window is the same
  * for them; an even window has its extra channel after c in ONNX but is
- * centred in oneDNN, so even sizes run on the loop here. */
+ * centred in oneDNN, so even sizes run on the loop here. oneDNN's LRN takes
+ * part in the layout pass (dnn_chain.h): one reading a Conv's output is
+ * remade (adopt) to read it in the Conv's layout, and writes Y in it. */
+#include "exec/ops/dnn_chain.h"
 #include "exec/ops/registry.h"
-#include "exec/onednn.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 typedef struct lrn_state {
+    ipu_dnn_node_t dnn; /* first (IPU_OP_DNN); its p NULL for the loop here */
     ipu_dnn_lrn_desc_t d;
-    ipu_dnn_t *p; /* odd sizes; NULL for the loop here */
 } lrn_state_t;
 
 static void lrn_fini(ipu_node_t *n)
 {
     lrn_state_t *s = n->state;
     if (s)
-        ipu_dnn_free(s->p);
+        ipu_dnn_free(s->dnn.p);
     free(s);
     n->state = NULL;
+}
+
+static ipu_status_t lrn_adopt(const ipu_node_t *n, const ipu_dnn_t *like, ipu_dnn_t **out)
+{
+    const lrn_state_t *s = n->state;
+    return ipu_dnn_lrn(n, &s->d, like, out);
 }
 
 static ipu_status_t lrn_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -53,21 +61,28 @@ static ipu_status_t lrn_infer(ipu_graph_t *g, ipu_node_t *n)
                             (long long)d.size);
     for (int i = 2; i < x->rank; i++)
         d.S *= x->dims[i];
+    if (x->rank == 4) { /* else viewed as [N, C, S, 1] */
+        d.nd = 2;
+        d.sp[0] = x->dims[2];
+        d.sp[1] = x->dims[3];
+    }
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, x->dims);
     lrn_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
     s->d = d;
+    s->dnn.res_slot = -1;
     n->state = s;
     if (d.size % 2 == 0 || d.N * d.C * d.S == 0)
         return IPU_OK;
-    return ipu_dnn_lrn(n, &d, &s->p);
+    s->dnn.adopt = lrn_adopt;
+    return ipu_dnn_lrn(n, &d, NULL, &s->dnn.p);
 }
 
 static size_t lrn_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const lrn_state_t *s = n->state;
-    return s ? ipu_dnn_scratch(s->p) : 0;
+    return s ? ipu_dnn_scratch(s->dnn.p) : 0;
 }
 
 /* The spec's formula, plane by plane: Y's plane of channel c first holds
@@ -101,14 +116,14 @@ static ipu_status_t lrn_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_ten
                             ipu_kernel_ctx_t *ctx)
 {
     const lrn_state_t *s = n->state;
-    if (s->p)
-        return ipu_dnn_exec(n, s->p, in[0].data, NULL, out[0].data, ctx);
+    if (s->dnn.p)
+        return ipu_dnn_exec(n, s->dnn.p, in[0].data, NULL, out[0].data, ctx);
     lrn_loop(&s->d, in[0].data, out[0].data);
     return IPU_OK;
 }
 
 static const ipu_op_t lrn_op = {
-    .domain = "", .op_type = "LRN", .since_version = 1, .until_version = 21,
+    .domain = "", .op_type = "LRN", .since_version = 1, .until_version = 21, .flags = IPU_OP_DNN,
     .infer = lrn_infer, .scratch = lrn_scratch, .run = lrn_run, .fini = lrn_fini,
 };
 
