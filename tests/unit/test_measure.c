@@ -6,8 +6,9 @@
  * - a node whose weights take longer to stream from memory than its kernel
  *   takes with them in cache costs the streaming time (a roofline, not the
  *   sum of the two);
- * - the cost model charges nothing for a view (IPU_OP_ALIAS_INPUT0: the
- *   buffer planner aliases it and it does not run). */
+ * - the cost model charges nothing for a view (IPU_OP_ALIAS_INPUT0 of one
+ *   output: the buffer planner aliases it and it does not run), but its
+ *   bytes for a Dropout that writes its mask too. */
 #include "exec/measure.h"
 #include "exec/ops/registry.h"
 #include "exec/prepare.h"
@@ -118,6 +119,17 @@ static void test_views_cost_nothing(void **state)
         assert_true(fabs(cost[c->node].est_ms - (k == 0 ? 0 : 512 / (p.mem_gbps * 1e6))) < 1e-12);
         oc_free(c);
     }
+    /* a Dropout with its mask runs (the planner does not alias it): 256
+     * bytes in, 256 + 64 (the bool mask) out */
+    op_case_t *c = oc_new("Dropout", 13, 1, 2);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 2, (int64_t[]){8, 8}, x);
+    assert_int_equal(oc_run(c), IPU_OK);
+    ipu_cost_params_t p;
+    ipu_cost_params_init(&p);
+    ipu_node_cost_t cost[2];
+    assert_int_equal(ipu_cost_nodes(c->g, &p, cost), IPU_OK);
+    assert_true(fabs(cost[c->node].est_ms - 576 / (p.mem_gbps * 1e6)) < 1e-12);
+    oc_free(c);
 }
 
 int main(void)
