@@ -54,6 +54,17 @@ static double dense_flops(const ipu_graph_t *g, const ipu_node_t *n)
     return -1;
 }
 
+/* Ops that read only the part of input 0 they write (an embedding table's
+ * rows, a slice): charged for that, not for the whole input. */
+static int gathers(const ipu_node_t *n)
+{
+    static const char *const ops[] = {"Gather", "GatherElements", "GatherND", "Slice"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (n->domain[0] == '\0' && strcmp(n->op_type, ops[i]) == 0)
+            return n->n_inputs >= 1;
+    return 0;
+}
+
 ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ipu_node_cost_t *costs)
 {
     for (int i = 0; i < g->n_nodes; i++) {
@@ -78,7 +89,13 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
             }
             double f = dense_flops(g, n);
             double rate = p->gflops;
-            if (f < 0) { /* elementwise, reductions, data movement: per element */
+            if (gathers(n)) { /* reads what it writes of its data input, not all of it */
+                const ipu_value_t *data = ipu_node_input(g, n, 0);
+                in -= bytes(data);
+                in += out < bytes(data) ? out : bytes(data);
+                f = out / (double)(data ? ipu_dtype_size(data->dtype) : 1);
+                rate = p->other_gflops;
+            } else if (f < 0) { /* elementwise, reductions, data movement: per element */
                 f = 0;
                 for (int k = 0; k < n->n_inputs; k++)
                     f += numel(ipu_node_input(g, n, k));

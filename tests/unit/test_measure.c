@@ -8,7 +8,8 @@
  *   sum of the two);
  * - the cost model charges nothing for a view (IPU_OP_ALIAS_INPUT0 of one
  *   output: the buffer planner aliases it and it does not run), but its
- *   bytes for a Dropout that writes its mask too. */
+ *   bytes for a Dropout that writes its mask too; a Gather is charged the
+ *   rows it reads, not its whole table. */
 #include "exec/measure.h"
 #include "exec/ops/registry.h"
 #include "exec/prepare.h"
@@ -132,12 +133,33 @@ static void test_views_cost_nothing(void **state)
     oc_free(c);
 }
 
+/* A Gather of 4 rows of a [1000, 64] table (an embedding) reads those
+ * rows, not the table: 4 x 64 floats in and out and 4 int64 indices,
+ * 2080 bytes at 10 GB/s (the whole table would be 256 000 bytes). */
+static void test_gather_reads_its_rows(void **state)
+{
+    (void)state;
+    static float table[1000 * 64];
+    int64_t idx[4] = {7, 0, 999, 7};
+    op_case_t *c = oc_new("Gather", 13, 2, 1);
+    oc_const(c, 0, IPU_DTYPE_FLOAT, 2, (int64_t[]){1000, 64}, table);
+    oc_input(c, 1, IPU_DTYPE_INT64, 1, (int64_t[]){4}, idx);
+    assert_int_equal(oc_run(c), IPU_OK);
+    ipu_cost_params_t p;
+    ipu_cost_params_init(&p);
+    ipu_node_cost_t cost[2];
+    assert_int_equal(ipu_cost_nodes(c->g, &p, cost), IPU_OK);
+    assert_true(fabs(cost[c->node].est_ms - 2080 / (p.mem_gbps * 1e6)) < 1e-12);
+    oc_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residual_timed_in_place),
         cmocka_unit_test(test_weights_stream_as_a_roofline),
         cmocka_unit_test(test_views_cost_nothing),
+        cmocka_unit_test(test_gather_reads_its_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
