@@ -93,7 +93,7 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
                 const ipu_value_t *data = ipu_node_input(g, n, 0);
                 in -= bytes(data);
                 in += out < bytes(data) ? out : bytes(data);
-                f = out / (double)(data ? ipu_dtype_size(data->dtype) : 1);
+                f = numel(ipu_node_output(g, n, 0));
                 rate = p->other_gflops;
             } else if (f < 0) { /* elementwise, reductions, data movement: per element */
                 f = 0;
