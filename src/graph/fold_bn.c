@@ -80,16 +80,21 @@ static void release(ipu_graph_t *g, const sources_t *s)
 }
 
 /* A new constant "<node>.bn_folded.<what>" of shape dims holding data;
- * its index, or -1 (out of memory, or the name is taken). */
+ * its index, or -1 (out of memory, or the name is taken). dims may point
+ * into g->values, which adding the value can move: copied first. */
 static int new_const(ipu_graph_t *g, const char *node, const char *what, int rank,
                      const int64_t *dims, const float *data)
 {
     char name[512];
+    int64_t d[IPU_MAX_RANK];
+    if (rank < 0 || rank > IPU_MAX_RANK)
+        return -1;
+    memcpy(d, dims, (size_t)rank * sizeof(d[0]));
     snprintf(name, sizeof name, "%s.bn_folded.%s", node, what);
     if (ipu_graph_find_value(g, name) >= 0)
         return -1;
     int v = ipu_graph_value(g, name);
-    if (v < 0 || ipu_value_set_const(&g->values[v], IPU_DTYPE_FLOAT, rank, dims, data) != IPU_OK)
+    if (v < 0 || ipu_value_set_const(&g->values[v], IPU_DTYPE_FLOAT, rank, d, data) != IPU_OK)
         return -1;
     g->values[v].flags |= IPU_VALUE_INITIALIZER;
     return v;

@@ -120,7 +120,8 @@ void ipu_graph_unmap(ipu_graph_t *g);
 int ipu_graph_find_value(const ipu_graph_t *g, const char *name);
 /* Index of the value called name, created (unknown shape) if missing; -1 on
  * ENOMEM. The empty name "" denotes an absent optional: returns -1 without
- * creating anything, so check name[0] before treating -1 as an error. */
+ * creating anything, so check name[0] before treating -1 as an error.
+ * Creating one may move g->values: pointers into it are stale after. */
 int ipu_graph_value(ipu_graph_t *g, const char *name);
 /* Set a value's dtype and shape. */
 void ipu_value_set_shape(ipu_value_t *v, ipu_dtype_t dt, int rank, const int64_t *dims);

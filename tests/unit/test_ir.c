@@ -1,11 +1,71 @@
 /* IR and graph passes: toposort, structural errors, folding. */
+#include "exec/ops/registry.h"
+#include "graph/fold_bn.h"
 #include "harness.h"
+
+#include <stdio.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
+
+/* Conv -> BatchNormalization with the graph's value array full when the
+ * fold adds its constants (64 values: adding one moves the array): the
+ * folded W keeps W's shape, read before the move (the ASan build catches a
+ * read after it), and Y = BN(Conv(x)) by hand: x = 1, W = 1 over 2
+ * channels, B = 0; BN scale 2, bias 1, mean 0.5, var 3 (eps 1): per output
+ * channel (2 - 0.5) / 2 * 2 + 1 = 2.5. */
+static void test_fold_bn_moves_values(void **state)
+{
+    (void)state;
+    static const float w[2 * 2] = {1, 1, 1, 1}, scale[2] = {2, 2}, bias[2] = {1, 1},
+                       mean[2] = {0.5f, 0.5f}, var[2] = {3, 3};
+    ipu_graph_t *g = ipu_graph_new("fold");
+    ipu_graph_add_node(g, "Conv", "conv", 2, (const char *[]){"x", "w"}, 1, (const char *[]){"c"});
+    ipu_graph_add_node(g, "BatchNormalization", "bn", 5,
+                       (const char *[]){"c", "scale", "bias", "mean", "var"}, 1, (const char *[]){"y"});
+    const char *pn[4] = {"scale", "bias", "mean", "var"};
+    const float *pd[4] = {scale, bias, mean, var};
+    assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, "w")], IPU_DTYPE_FLOAT, 4,
+                                         (int64_t[]){2, 2, 1, 1}, w),
+                     IPU_OK);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(ipu_value_set_const(&g->values[ipu_graph_find_value(g, pn[k])], IPU_DTYPE_FLOAT, 1,
+                                             (int64_t[]){2}, pd[k]),
+                         IPU_OK);
+    ipu_node_add_attr_float(&g->nodes[1], "epsilon", 1.0f);
+    ipu_graph_add_input(g, "x");
+    ipu_graph_add_output(g, "y");
+    char name[32];
+    for (int i = 0; g->n_values < g->cap_values; i++) { /* unused values up to the capacity */
+        snprintf(name, sizeof name, "pad%d", i);
+        assert_true(ipu_graph_value(g, name) >= 0);
+    }
+    assert_int_equal(g->n_values, 64);
+    int x = ipu_graph_find_value(g, "x");
+    ipu_value_set_shape(&g->values[x], IPU_DTYPE_FLOAT, 4, (int64_t[]){1, 2, 1, 1});
+    assert_int_equal(ipu_graph_toposort(g), IPU_OK);
+    assert_int_equal(ipu_graph_bind_ops(g, ipu_op_lookup), IPU_OK);
+    assert_int_equal(ipu_graph_infer(g), IPU_OK);
+    int folded = 0;
+    assert_int_equal(ipu_graph_fold_bn(g, ipu_op_lookup, &folded), IPU_OK);
+    assert_int_equal(folded, 1);
+    const ipu_value_t *fw = &g->values[g->nodes[0].inputs[1]];
+    assert_string_equal(fw->name, "conv.bn_folded.W");
+    assert_int_equal(fw->rank, 4);
+    const int64_t want[4] = {2, 2, 1, 1};
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(fw->dims[d], want[d]);
+    /* the folded Conv alone gives BN(Conv(x)): W' = W * 2 / 2, B' = (0 - 0.5) + 1 */
+    const float *wd = fw->data, *bd = g->values[g->nodes[0].inputs[2]].data;
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(wd[i], 1.0f, 1e-6);
+    for (int c = 0; c < 2; c++)
+        assert_float_equal(2 * wd[2 * c] + bd[c], 2.5f, 1e-6);
+    ipu_graph_free(g);
+}
 
 static void test_toposort_reorders(void **state)
 {
@@ -124,7 +184,7 @@ int main(void)
         cmocka_unit_test(test_toposort_reorders), cmocka_unit_test(test_cycle_detected),
         cmocka_unit_test(test_dangling_input),    cmocka_unit_test(test_produced_twice),
         cmocka_unit_test(test_attrs),             cmocka_unit_test(test_unsupported_lists_all),
-        cmocka_unit_test(test_error_messages),
+        cmocka_unit_test(test_error_messages),    cmocka_unit_test(test_fold_bn_moves_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
