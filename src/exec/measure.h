@@ -14,7 +14,8 @@
 
 #include "graph/op.h"
 
-/* node_ms[i] for every node index i of g (shapes inferred): measured ms of
+/* node_ms[i] for every node index i of g (prepared: exec/prepare.h; one
+ * only inferred is timed without the layout pass): measured ms of
  * a GEMM-like node, or -1 where the cost model's estimate should be used.
  * Every distinct shape is timed in each of IPU_MEASURE_ROUNDS (3) rounds
  * over all of them (best of 2 after a warm-up each time), and its best time

@@ -275,7 +275,8 @@ void ipu_dnn_keep_weights(int on);
 
 /* Whether p sums a residual (a fused Add) that it reads in Y's layout as it
  * is: then the residual's buffer may be Y's (ipu_dnn_run() copies nothing
- * when res == dst). 0 for NULL. */
+ * when res == dst and Y is written there, not reordered from the
+ * primitive's layout). 0 for NULL. */
 int ipu_dnn_sums_in_place(const ipu_dnn_t *p);
 
 void ipu_dnn_free(ipu_dnn_t *p);

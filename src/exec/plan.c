@@ -30,6 +30,18 @@ static int cmp_size_desc(const void *a, const void *b)
     return x->first - y->first;
 }
 
+int ipu_plan_is_view(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    if (n->op == NULL || !(n->op->flags & IPU_OP_ALIAS_INPUT0) || n->n_inputs < 1 || n->n_outputs < 1)
+        return 0;
+    for (int k = 1; k < n->n_outputs; k++) /* e.g. Dropout's mask: run() must write it */
+        if (n->outputs[k] >= 0)
+            return 0;
+    int in0 = n->inputs[0], out0 = n->outputs[0];
+    return ipu_value_is_act(g, in0) && ipu_value_is_act(g, out0) &&
+           value_bytes(&g->values[in0]) == value_bytes(&g->values[out0]);
+}
+
 ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
                               const int *extern_in, int n_extern_in,
                               const int *keep, int n_keep, ipu_buffer_plan_t *out)
@@ -79,13 +91,8 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
                 last[v] = t;
         }
         /* an aliasing op (Reshape...) shares its input's buffer when sizes agree */
-        int in0 = nd->n_inputs > 0 ? nd->inputs[0] : -1, out0 = nd->n_outputs > 0 ? nd->outputs[0] : -1;
-        int other_outputs = 0; /* e.g. Dropout's mask: run() must write it */
-        for (int k = 1; k < nd->n_outputs; k++)
-            other_outputs |= nd->outputs[k] >= 0;
-        if ((nd->op->flags & IPU_OP_ALIAS_INPUT0) && !other_outputs && IS_ACT(in0) && IS_ACT(out0) &&
-            value_bytes(&g->values[in0]) == value_bytes(&g->values[out0])) {
-            parent[find_root(parent, out0)] = find_root(parent, in0);
+        if (ipu_plan_is_view(g, nd)) {
+            parent[find_root(parent, nd->outputs[0])] = find_root(parent, nd->inputs[0]);
             p.alias[nodes[s]] = 1;
         }
     }

@@ -25,10 +25,21 @@ typedef struct ipu_buffer_plan {
  * excluded by the caller) of g, whose shapes are inferred. Values fed from
  * outside the stage (graph inputs or boundary tensors, listed in extern_in)
  * live from the start; values in keep (graph outputs, boundary outputs) live
- * to the end. Errors: IPU_ERR_NO_MEMORY. */
+ * to the end. Two values share one buffer (one offset, counted once in
+ * live_bytes) when:
+ *  - a view (ipu_plan_is_view) aliases its input, and the node is not run;
+ *  - a node sums input k into its output (ipu_op_t.inplace gives k) and no
+ *    later node reads that input, which is not fed from outside, and the
+ *    node reads it in no other slot: the output is written over it.
+ * Errors: IPU_ERR_NO_MEMORY. */
 ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
                               const int *extern_in, int n_extern_in,
                               const int *keep, int n_keep, ipu_buffer_plan_t *out);
 void ipu_plan_free(ipu_buffer_plan_t *p);
+
+/* Whether node n is a view the planner aliases and does not run: an op
+ * flagged IPU_OP_ALIAS_INPUT0 with no second output, from an activation to
+ * an activation of the same bytes. */
+int ipu_plan_is_view(const ipu_graph_t *g, const ipu_node_t *n);
 
 #endif

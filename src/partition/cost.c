@@ -1,5 +1,6 @@
 #include "partition/cost.h"
 
+#include "exec/plan.h"
 #include "exec/stage.h"
 
 #include <string.h>
@@ -71,11 +72,8 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
         const ipu_node_t *n = &g->nodes[i];
         ipu_node_cost_t c = {0};
         /* a view of its input (Reshape, Identity: what fusion and folding
-         * leave) shares the input's buffer and does not run (exec/plan.h;
-         * one with a second output, Dropout's mask, runs) */
-        int view = n->op && (n->op->flags & IPU_OP_ALIAS_INPUT0);
-        for (int k = 1; k < n->n_outputs && view; k++)
-            view = n->outputs[k] < 0;
+         * leave) shares the input's buffer and does not run */
+        int view = !n->folded && ipu_plan_is_view(g, n);
         if (!n->folded) {
             double in = 0, out = 0;
             for (int k = 0; k < n->n_inputs; k++)

@@ -12,8 +12,8 @@ typedef struct ipu_node_cost {
     size_t out_bytes;      /* bytes of its outputs */
     size_t scratch_bytes;  /* its kernel's scratch: ipu_node_scratch() (exec/stage.h) */
     double est_ms;         /* roofline estimate: max(flops / peak, bytes / bandwidth);
-                              0 for a view (IPU_OP_ALIAS_INPUT0 of one output:
-                              the buffer planner aliases it, it does not run) */
+                              0 for a view (ipu_plan_is_view, exec/plan.h: the
+                              buffer planner aliases it, it does not run) */
 } ipu_node_cost_t;
 
 typedef struct ipu_cost_params {

@@ -43,7 +43,7 @@ static void test_fold_bn_moves_values(void **state)
         snprintf(name, sizeof name, "pad%d", i);
         assert_true(ipu_graph_value(g, name) >= 0);
     }
-    assert_int_equal(g->n_values, 64);
+    assert_int_equal(g->n_values, g->cap_values); /* the next value moves the array */
     int x = ipu_graph_find_value(g, "x");
     ipu_value_set_shape(&g->values[x], IPU_DTYPE_FLOAT, 4, (int64_t[]){1, 2, 1, 1});
     assert_int_equal(ipu_graph_toposort(g), IPU_OK);
