@@ -85,9 +85,8 @@ static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double 
     int res = n->op->inplace ? n->op->inplace(n) : -1;
     void *res_own = NULL; /* its own buffer, freed below */
     if (st == IPU_OK && res >= 0 && res < n->n_inputs && owned[res] && out[0].data &&
-        ipu_tensor_nbytes(&in[res]) == ipu_tensor_nbytes(&out[0]) && out[0].dtype == IPU_DTYPE_FLOAT) {
-        for (int64_t i = 0; i < ipu_tensor_numel(&out[0]); i++)
-            ((float *)out[0].data)[i] = (float)(i % 13) * 0.01f;
+        ipu_tensor_nbytes(&in[res]) == ipu_tensor_nbytes(&out[0])) {
+        memcpy(out[0].data, in[res].data, ipu_tensor_nbytes(&out[0])); /* its stand-in values */
         res_own = in[res].data;
         in[res].data = out[0].data;
     }

@@ -71,9 +71,6 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
     for (int i = 0; i < g->n_nodes; i++) {
         const ipu_node_t *n = &g->nodes[i];
         ipu_node_cost_t c = {0};
-        /* a view of its input (Reshape, Identity: what fusion and folding
-         * leave) shares the input's buffer and does not run */
-        int view = !n->folded && ipu_plan_is_view(g, n);
         if (!n->folded) {
             double in = 0, out = 0;
             for (int k = 0; k < n->n_inputs; k++)
@@ -104,7 +101,9 @@ ipu_status_t ipu_cost_nodes(const ipu_graph_t *g, const ipu_cost_params_t *p, ip
             c.out_bytes = (size_t)out;
             c.scratch_bytes = ipu_node_scratch(g, n);
             double t_compute = f / (rate * 1e6), t_mem = (in + out) / (p->mem_gbps * 1e6);
-            c.est_ms = view ? 0 : t_compute > t_mem ? t_compute : t_mem;
+            /* a view of its input (Reshape, Identity: what fusion and
+             * folding leave) shares the input's buffer and does not run */
+            c.est_ms = ipu_plan_is_view(g, n) ? 0 : t_compute > t_mem ? t_compute : t_mem;
         }
         costs[i] = c;
     }
