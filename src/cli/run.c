@@ -351,6 +351,34 @@ static unsigned hash_str(const char *s)
     return h;
 }
 
+/* When the replicas were done (report's replica_s): the first, the median
+ * and the last, which paces the throughput; a last one far behind the
+ * median (by a fifth and 50 ms) is said to be so (a slow core or host). */
+static void print_replicas(const ipu_pipeline_report_t *r)
+{
+    int n = r->replicas, slow = 0;
+    double *t = malloc((size_t)n * sizeof(double));
+    if (t == NULL)
+        return;
+    for (int i = 0; i < n; i++) {
+        t[i] = r->replica_s[i];
+        if (t[i] > t[slow])
+            slow = i;
+    }
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    int P = r->ranks_per_replica;
+    char ranks[64];
+    snprintf(ranks, sizeof ranks, P > 1 ? "ranks %d-%d" : "rank %d", slow * P, slow * P + P - 1);
+    printf("replicas: done after %.3f s (first), %.3f (median), %.3f (last: replica %d, %s)", t[0], med,
+           t[n - 1], slow, ranks);
+    if (med > 0 && t[n - 1] > 1.2 * med && t[n - 1] - med > 0.05)
+        printf("; it took %.0f%% longer than the median: its cores or host were slower or busy",
+               100 * (t[n - 1] / med - 1));
+    printf("\n");
+    free(t);
+}
+
 static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, int64_t batch)
 {
     const char *mbs = o->batches == 1 ? "micro-batch" : "micro-batches";
@@ -367,8 +395,10 @@ static void print_report(const cli_opts_t *o, const ipu_pipeline_report_t *r, in
                (o->batches + r->latency_samples - 1) / r->latency_samples == 2 ? "nd" : "th");
     printf("\n");
     for (int s = 0; s < r->stages && r->stage_busy; s++)
-        printf("stage %d: busy %.1f%%, %.3f ms per micro-batch\n", s, 100 * r->stage_busy[s],
-               r->stage_ms[s]);
+        printf("stage %d%s: busy %.1f%%, %.3f ms per micro-batch\n", s, r->replicas > 1 ? " (replica 0)" : "",
+               100 * r->stage_busy[s], r->stage_ms[s]);
+    if (r->replicas > 1 && r->replica_s)
+        print_replicas(r);
     printf("peak RSS per rank MiB:");
     for (int i = 0; i < r->world && r->rank_rss_mib; i++)
         printf(" %.0f", r->rank_rss_mib[i]);

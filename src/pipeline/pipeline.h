@@ -64,6 +64,10 @@ typedef struct ipu_pipeline_report {
                                  every k-th of a run of more than 65536 */
     double *stage_busy;       /* [stages]: busy fraction of replica 0's stages */
     double *stage_ms;         /* [stages]: mean run time per micro-batch */
+    double *replica_s;        /* [replicas]: seconds from the window's start
+                                 to the last end on that replica's ranks; the
+                                 largest is wall_s (the slowest replica paces
+                                 the throughput) */
     double peak_rss_mib_max;  /* largest peak RSS over the ranks */
     double *rank_rss_mib;     /* [world] */
     char *profile;            /* with params.profile: every stage's profile

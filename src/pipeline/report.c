@@ -28,6 +28,21 @@ static void latencies(ipu_pipeline_report_t *r, double *starts, double *ends, in
     r->latency_med_ms = N % 2 ? ends[N / 2] : 0.5 * (ends[N / 2 - 1] + ends[N / 2]);
 }
 
+/* Per replica (ranks rep*P .. rep*P + P - 1): its ranks' latest end
+ * (dones[world], on the common clock) less the window's start; NULL when
+ * out of memory (the report then leaves it out). */
+static double *replica_times(const pipe_t *pp, const double *dones, double first)
+{
+    double *t = dones ? malloc((size_t)pp->R * sizeof(double)) : NULL;
+    for (int rep = 0; t && rep < pp->R; rep++) {
+        t[rep] = 0;
+        for (int k = 0; k < pp->P; k++)
+            if (dones[rep * pp->P + k] - first > t[rep])
+                t[rep] = dones[rep * pp->P + k] - first;
+    }
+    return t;
+}
+
 /* Per stage of replica 0, summed over the ranks on rank 0 (comm): busy
  * seconds in [0, S) and timed sequences in [S, 2S) of *all (allocated on
  * rank 0, NULL elsewhere). Collective; sized by the stage count. */
@@ -161,6 +176,8 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
     double rss = ru.ru_maxrss / 1024.0;
     double *rsses = pp->rank == 0 ? calloc((size_t)pp->world, sizeof(double)) : NULL;
     MPI_Gather(&rss, 1, MPI_DOUBLE, rsses, 1, MPI_DOUBLE, 0, comm);
+    double *dones = pp->rank == 0 ? calloc((size_t)pp->world, sizeof(double)) : NULL;
+    MPI_Gather(&t_done, 1, MPI_DOUBLE, dones, 1, MPI_DOUBLE, 0, comm);
     char *prof = gather_profile(pp, comm);
     ipu_watchdog_disarm();
     if (pp->rank == 0 && starts && ends) {
@@ -175,6 +192,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
             r.stage_busy[s] = wall > 0 ? allbusy[s] / wall : 0;
             r.stage_ms[s] = allbusy[pp->S + s] > 0 ? allbusy[s] * 1e3 / allbusy[pp->S + s] : 0;
         }
+        r.replica_s = replica_times(pp, dones, first);
         r.rank_rss_mib = rsses;
         r.profile = prof;
         prof = NULL;
@@ -188,6 +206,7 @@ void pipe_report(pipe_t *pp, MPI_Comm comm, double t_done, ipu_pipeline_report_t
     free(allbusy);
     free(prof);
     free(rsses);
+    free(dones);
     free(starts); free(ends);
 }
 
@@ -197,6 +216,7 @@ void ipu_pipeline_report_free(ipu_pipeline_report_t *r)
         return;
     free(r->stage_busy);
     free(r->stage_ms);
+    free(r->replica_s);
     free(r->rank_rss_mib);
     free(r->profile);
     memset(r, 0, sizeof(*r));

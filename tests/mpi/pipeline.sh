@@ -51,6 +51,12 @@ run_mpi 4 "$CACHE/op13/gpt2_tiny/model.onnx" --batches 7 --replicas 2 --ipus-per
 if [ $? -eq 0 ] && echo "$OUT" | grep -q "latency ms per micro-batch: median [0-9.]* min [0-9.]* max"; then
     ok "latencies measured on one clock: none negative"
 else fail "latencies: $(echo "$OUT" | grep latency)"; fi
+# the replicas' finishing times: the last one is the throughput's window
+win=$(echo "$OUT" | sed -n 's/^throughput: .* (\([0-9.]*\) s for .*/\1/p')
+last=$(echo "$OUT" | sed -n 's/^replicas: done after [0-9.]* s (first), [0-9.]* (median), \([0-9.]*\) (last: replica [01], ranks [02]-[13]).*/\1/p')
+if [ -n "$win" ] && [ "$win" = "$last" ] && echo "$OUT" | grep -q "^stage 1 (replica 0): busy"; then
+    ok "the last replica's end is the throughput's window ($win s)"
+else fail "replicas line: '$(echo "$OUT" | grep '^replicas:')' against a window of '$win'"; fi
 # many micro-batches over the MPI back end: its tags are folded into
 # MPI_TAG_UB, and no reserved tag may meet a data tag (sequence 511 met the
 # lost-rank notice's once)
