@@ -169,6 +169,20 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
 ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, const ipu_dnn_t *like,
                          ipu_dnn_t **out);
 
+/* Softmax-13 / LogSoftmax-13 (log) of a dense float tensor viewed as
+ * [outer, len, inner], along len (the opset < 13 operators' 2-D view has
+ * inner 1), each >= 1. X and Y in our layout; with an inner dim > 1 the
+ * primitive runs on a copy with the axis innermost, reordered to and from
+ * it inside the op (its scratch). Run with ipu_dnn_exec(), no further
+ * operands. A row that is all -inf gives NaN; a -inf element 0 (log:
+ * -inf). IPU_ERR_UNSUPPORTED where oneDNN has only its reference kernel. */
+typedef struct ipu_dnn_softmax_desc {
+    int64_t outer, len, inner;
+    int log;
+} ipu_dnn_softmax_desc_t;
+ipu_status_t ipu_dnn_softmax(const ipu_node_t *n, const ipu_dnn_softmax_desc_t *d,
+                             ipu_dnn_t **out);
+
 /* LayerNormalization-17 of a dense float tensor viewed as [rows, len]:
  * each row's mean and (biased) variance, then scale and shift per column.
  * Further operands of ipu_dnn_exec(): scale [len], shift [len], mean (out,

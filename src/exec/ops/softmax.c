@@ -2,9 +2,15 @@
  * axis 1) and Softmax-13, LogSoftmax-13 (one axis, default -1)
  * (Operators.md). float only. Numerically stable: the maximum along the axis
  * is subtracted first, so -inf inputs (masked attention) give 0 (LogSoftmax:
- * -inf); a row that is all -inf gives NaN, as in PyTorch. */
+ * -inf); a row that is all -inf gives NaN, as in PyTorch (oneDNN's kernel
+ * too).
+ *
+ * Runs on oneDNN's softmax (exec/onednn.h), made at infer for the node's
+ * shape, but where the loops here were measured faster
+ * (bench/results/models.md): see sm_on_dnn. */
 #include "exec/ops/ew.h"
 #include "exec/ops/registry.h"
+#include "exec/onednn.h"
 
 #include <math.h>
 
@@ -16,16 +22,16 @@ typedef struct sm_op {
 #define SM_OP(n) ((const sm_op_t *)(n)->op)
 
 /* Softmax over [outer, len, inner]: for each outer index, normalise along len. */
-static void sm_geometry(const ipu_node_t *n, const ipu_tensor_t *x, int axis, int64_t *outer,
-                        int64_t *len, int64_t *inner)
+static void sm_geometry(const ipu_node_t *n, int rank, const int64_t *dims, int axis,
+                        int64_t *outer, int64_t *len, int64_t *inner)
 {
-    *outer = ipu_shape_numel(axis, x->dims);
+    *outer = ipu_shape_numel(axis, dims);
     if (n->opset < 13) {
-        *len = ipu_shape_numel(x->rank - axis, x->dims + axis);
+        *len = ipu_shape_numel(rank - axis, dims + axis);
         *inner = 1;
     } else {
-        *len = x->rank ? x->dims[axis] : 1;
-        *inner = ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+        *len = rank ? dims[axis] : 1;
+        *inner = ipu_shape_numel(rank - axis - 1, dims + axis + 1);
     }
 }
 
@@ -37,6 +43,20 @@ static ipu_status_t sm_axis(const ipu_node_t *n, int rank, int *axis)
         return IPU_OK;
     }
     return ipu_op_axis(n, a, rank, axis);
+}
+
+/* Whether oneDNN's softmax runs d rather than sm_row / sm_cols. */
+static int sm_on_dnn(const ipu_dnn_softmax_desc_t *d)
+{
+    if (d->log) /* oneDNN 2.6's is slower than sm_row, and its log loses digits near 0 */
+        return 0;
+    if (d->inner >= 16) /* sm_cols' full vectors beat oneDNN's two transposes */
+        return 0;
+    if (d->inner > 1) /* sm_cols' vectors would be mostly empty */
+        return 1;
+    /* on a team, sm_row's split of the rows scales better than oneDNN's */
+    const size_t bytes = 2 * sizeof(float) * (size_t)(d->outer * d->len);
+    return ipu_dnn_threads() == 1 || bytes < IPU_TEAM_MIN_BYTES;
 }
 
 static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
@@ -52,13 +72,26 @@ static ipu_status_t sm_infer(ipu_graph_t *g, ipu_node_t *n)
     if ((st = sm_axis(n, x->rank, &axis)) != IPU_OK)
         return st;
     ipu_value_set_shape(ipu_node_output(g, n, 0), x->dtype, x->rank, x->dims);
-    return IPU_OK;
+    ipu_dnn_softmax_desc_t d = {.log = SM_OP(n)->log};
+    sm_geometry(n, x->rank, x->dims, axis, &d.outer, &d.len, &d.inner);
+    if (d.outer * d.len * d.inner == 0 || !sm_on_dnn(&d))
+        return IPU_OK; /* nothing to compute, or the loops here */
+    st = ipu_dnn_softmax(n, &d, (ipu_dnn_t **)&n->state);
+    return st == IPU_ERR_UNSUPPORTED ? IPU_OK : st; /* no jit kernel: the loops here */
+}
+
+static void sm_fini(ipu_node_t *n)
+{
+    ipu_dnn_free(n->state);
+    n->state = NULL;
 }
 
 static size_t sm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int axis;
+    if (n->state)
+        return ipu_dnn_scratch(n->state);
     if (sm_axis(n, x->rank, &axis) != IPU_OK || n->opset < 13)
         return 0;
     return 2 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
@@ -128,10 +161,12 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 {
     int axis;
     int64_t outer, len, inner;
+    if (n->state)
+        return ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
     ipu_status_t st = sm_axis(n, in[0].rank, &axis);
     if (st != IPU_OK)
         return st;
-    sm_geometry(n, &in[0], axis, &outer, &len, &inner);
+    sm_geometry(n, in[0].rank, in[0].dims, axis, &outer, &len, &inner);
     const float *x = in[0].data;
     float *y = out[0].data;
     int log = SM_OP(n)->log;
@@ -149,8 +184,8 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 }
 
 static const sm_op_t ops[] = {
-    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL, NULL}, 0},
-    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, NULL, NULL, NULL, NULL}, 1},
+    {{"", "Softmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, sm_fini, NULL, NULL, NULL}, 0},
+    {{"", "LogSoftmax", 1, 17, 0, sm_infer, sm_scratch, sm_run, sm_fini, NULL, NULL, NULL}, 1},
 };
 
 const ipu_op_t *const ipu_ops_softmax[] = {&ops[0].op, &ops[1].op, NULL};
