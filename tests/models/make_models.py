@@ -105,6 +105,20 @@ class GPT2(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+class EncoderLayer(nn.TransformerEncoderLayer):
+    """nn.TransformerEncoderLayer whose self-attention asks for its weights:
+    torch 2's multi_head_attention_forward then computes softmax(QK^T)V with
+    bmm and softmax, as torch 1.13 always did (the same ONNX graph: the
+    weights are not used), instead of scaled_dot_product_attention, which
+    the TorchScript exporter has only from opset 14."""
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask,
+                           key_padding_mask=key_padding_mask,
+                           need_weights=True)[0]
+        return self.dropout1(x)
+
+
 class BERT(nn.Module):
     """BERT-style encoder: embeddings + LayerNorm, torch.nn.TransformerEncoder
     (post-LN, GELU), tanh pooler on the first token.
@@ -115,8 +129,8 @@ class BERT(nn.Module):
         self.word = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(ctx, dim)
         self.emb_norm = nn.LayerNorm(dim)
-        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0,
-                                           activation="gelu", batch_first=True)
+        layer = EncoderLayer(dim, heads, 4 * dim, dropout=0.0,
+                             activation="gelu", batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.pooler = nn.Linear(dim, dim)
 
