@@ -177,6 +177,18 @@ static dnnl_status_t append_post(dnnl_post_ops_t po, int *idx, const ipu_dnn_pos
     }
 }
 
+/* Whether a SiLU that ends the post-ops runs on our loop after the
+ * primitive (ipu_dnn_silu_after) rather than as oneDNN's swish post-op:
+ * where oneDNN runs AVX-512 kernels, whose swish post-op was measured
+ * slower than the primitive without it followed by our 512-bit loop
+ * (bench/results/models.md). By the ISA oneDNN dispatches to, so ranks
+ * capped to one ISA (ipu_dnn_cap_isa) decide alike. */
+static int silu_is_ours(void)
+{
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
+}
+
 dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_post_t *post, ipu_dnn_t *p,
                             dnnl_primitive_attr_t *out)
 {
@@ -194,8 +206,13 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_post_t *post, 
             s = dnnl_post_ops_append_sum(po, sum);
             idx++;
         }
-        for (int i = 0; post && i < post->n && s == dnnl_success; i++)
+        for (int i = 0; post && i < post->n && s == dnnl_success; i++) {
+            if (i == post->n - 1 && post->kind[i] == IPU_FUSED_SILU && p && silu_is_ours()) {
+                p->silu_after = 1;
+                break;
+            }
             s = append_post(po, &idx, post, i, p);
+        }
         if (s == dnnl_success)
             s = dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);

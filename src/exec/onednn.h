@@ -293,6 +293,14 @@ void ipu_dnn_keep_weights(int on);
  * primitive's layout). 0 for NULL. */
 int ipu_dnn_sums_in_place(const ipu_dnn_t *p);
 
+/* The floats of Y's buffer (in the layout ipu_dnn_run() writes it: ours,
+ * channels-last, or the primitive's own when chained, padding included)
+ * to which the caller must apply x * sigmoid(x) after ipu_dnn_run(): a
+ * SiLU ending the post-ops is left out of the primitive where oneDNN
+ * dispatches AVX-512 (its swish post-op measured slower there than our
+ * loop after the primitive). 0 when none is left (and for NULL). */
+size_t ipu_dnn_silu_after(const ipu_dnn_t *p);
+
 void ipu_dnn_free(ipu_dnn_t *p);
 
 /* The size of every IPU's OpenMP team (--threads, >= 1; default 1), set

@@ -40,6 +40,7 @@ struct ipu_dnn {
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
     int relaid; /* Y reordered into dst_user, channels-last, not ours */
+    int silu_after; /* the last post-op, a SiLU, is left to the caller (ipu_dnn_silu_after) */
     int threads; /* the team it was made for and runs with (1: a small one) */
     pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
     _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read

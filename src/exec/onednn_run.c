@@ -332,6 +332,15 @@ int ipu_dnn_sums_in_place(const ipu_dnn_t *p)
     return p && p->has_res && (p->res_in == NULL || p->chain_res); /* run()'s as_dst */
 }
 
+size_t ipu_dnn_silu_after(const ipu_dnn_t *p)
+{
+    if (p == NULL || !p->silu_after)
+        return 0;
+    /* run()'s Y: reordered into ours, or the primitive's as it wrote it */
+    const dnnl_memory_desc_t *y = p->dst_out && !p->chain_dst ? &p->dst_user : &p->dst_md;
+    return dnnl_memory_desc_get_size(y) / sizeof(float);
+}
+
 ipu_status_t ipu_dnn_run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, const float *weights,
                          const float *bias, const float *res, const void *const *post,
                          float *dst, const ipu_kernel_ctx_t *ctx)

@@ -987,6 +987,47 @@ static double acc_check(const acc_case_t *k, const char *how, const float *x, co
     return worst;
 }
 
+/* ipu_ew_silu_f32 (the SiLU a Conv or Gemm leaves to our loop after its
+ * primitive: the 512-bit clone on x86-64-v4 CPUs) against x / (1 + exp(-x))
+ * in double, within sigmoid's bound and one rounding of the product, over
+ * [-20, 20], +-[1e-38, 1] and special values down to -80 (below -87.34
+ * ipu_ew_sigmoidf flushes to 0: x * sigmoid(x) then is 0 where the
+ * reference is still about 1e-36). */
+static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
+static float d_silu(float x) { return x * ipu_ew_sigmoidf(x); }
+
+static void test_silu_accuracy(void **state)
+{
+    (void)state;
+    const acc_case_t k = {"SiLU", d_silu, ref_silu, 3, FLT_TRUE_MIN};
+    const float special[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, FLT_TRUE_MIN, -FLT_TRUE_MIN,
+                             1e-40f, -3e-39f, FLT_MIN, -FLT_MIN, FLT_MAX, 1e-30f, -1e-7f,
+                             88.72284f, -80.0f, -40.5f, 3.925f, -3.92f, 9.0f, -9.5f};
+    const size_t n_lin = 1000001, n_log = 2000, n = n_lin + 2 * n_log + N(special);
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(y);
+    size_t m = 0;
+    for (size_t i = 0; i < n_lin; i++)
+        x[m++] = (float)(-20.0 + 40.0 * (double)i / (double)(n_lin - 1));
+    for (size_t i = 0; i < n_log; i++) {
+        float v = (float)pow(10.0, -38.0 + 38.0 * (double)i / (double)(n_log - 1));
+        x[m++] = v;
+        x[m++] = -v;
+    }
+    memcpy(x + m, special, sizeof(special));
+    memcpy(y, x, n * sizeof(float));
+    ipu_ew_silu_f32(1, y, (int64_t)n); /* in place, as after a primitive */
+    double e = acc_check(&k, "dispatched", x, y, n);
+    for (size_t i = 0; i < n; i++)
+        y[i] = d_silu(x[i]);
+    double e_direct = acc_check(&k, "direct", x, y, n);
+    print_message("SiLU     max relative error: %.2f eps (dispatched), %.2f eps (direct, no FMA)\n", e,
+                  e_direct);
+    free(x);
+    free(y);
+}
+
 static void test_transcendental_accuracy(void **state)
 {
     (void)state;
@@ -1105,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_binary_errors),
         cmocka_unit_test(test_unary_float),
         cmocka_unit_test(test_transcendental_accuracy),
+        cmocka_unit_test(test_silu_accuracy),
         cmocka_unit_test(test_softmax_accuracy),
         cmocka_unit_test(test_unary_int),
         cmocka_unit_test(test_clip),

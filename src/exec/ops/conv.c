@@ -121,10 +121,7 @@ static ipu_status_t conv_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_te
             memset(out[0].data, 0, bytes);
         return IPU_OK;
     }
-    const float *res;
-    const void *ops[IPU_FUSED_MAX];
-    ipu_fused_operands(n, in, &res, ops);
-    return ipu_dnn_run(n, s->dnn.p, in[0].data, in[1].data, bias, res, ops, out[0].data, ctx);
+    return ipu_fused_run(n, s->dnn.p, in, bias, out[0].data, ctx);
 }
 
 static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)

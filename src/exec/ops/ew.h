@@ -207,6 +207,13 @@ IPU_EW_INLINE float ipu_ew_erff(float x)
 typedef void (*ipu_par_rows_fn)(void *arg, int64_t r0, int64_t r1);
 void ipu_par_rows(int threads, int64_t rows, size_t bytes, ipu_par_rows_fn fn, void *arg);
 
+/* y[i] = y[i] * sigmoid(y[i]) for i < n, in place, split over threads
+ * (the IPU's team) as ipu_par_rows does. On a CPU with AVX-512 (x86-64-v4)
+ * with 512-bit vectors: the per-element cost of the exp and the division
+ * bounds this loop, and gcc's x86-64-v4 clones prefer 256-bit ones. The
+ * result is the same on every path with FMA (ipu_ew_sigmoidf's error). */
+void ipu_ew_silu_f32(int threads, float *y, int64_t n);
+
 /* Sum / maximum of n contiguous floats with 8 partial accumulators (so the
  * loop vectorises without -ffast-math); max of nothing is -inf. */
 float ipu_ew_sum_f32(const float *x, int64_t n);

@@ -1,6 +1,8 @@
 /* Reading the fused post-ops of a node (fused.h). */
 #include "exec/ops/fused.h"
 
+#include "exec/ops/ew.h"
+
 #include <string.h>
 
 ipu_status_t ipu_fused_post(const ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t *y,
@@ -63,8 +65,11 @@ int ipu_fused_residual_input(const ipu_node_t *n)
     return -1;
 }
 
-void ipu_fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float **res,
-                        const void **ops)
+/* At run: *res is the residual's data (NULL without a SUM) and ops[0..]
+ * the MUL / ADD operands' data in their order (at most IPU_FUSED_MAX),
+ * from the node's inputs in. */
+static void fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float **res,
+                           const void **ops)
 {
     size_t nk = 0;
     const int64_t *kind = ipu_attr_ints(n, IPU_FUSED_OPS, &nk);
@@ -76,4 +81,17 @@ void ipu_fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float
         else if (kind[i] == IPU_FUSED_MUL || kind[i] == IPU_FUSED_ADD)
             ops[k++] = in[next++].data;
     }
+}
+
+ipu_status_t ipu_fused_run(const ipu_node_t *n, ipu_dnn_t *p, const ipu_tensor_t *in,
+                           const float *bias, float *y, const ipu_kernel_ctx_t *ctx)
+{
+    const float *res;
+    const void *ops[IPU_FUSED_MAX];
+    fused_operands(n, in, &res, ops);
+    ipu_status_t st = ipu_dnn_run(n, p, in[0].data, in[1].data, bias, res, ops, y, ctx);
+    size_t silu = ipu_dnn_silu_after(p);
+    if (st == IPU_OK && silu)
+        ipu_ew_silu_f32(ctx->threads, y, (int64_t)silu);
+    return st;
 }

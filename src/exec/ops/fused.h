@@ -21,10 +21,11 @@ ipu_status_t ipu_fused_post(const ipu_graph_t *g, const ipu_node_t *n, const ipu
  * -1 when it has none. */
 int ipu_fused_residual_input(const ipu_node_t *n);
 
-/* At run: *res is the residual's data (NULL without a SUM) and ops[0..]
- * the MUL / ADD operands' data in their order (at most IPU_FUSED_MAX),
- * from the node's inputs in. */
-void ipu_fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float **res,
-                        const void **ops);
+/* Run node n's primitive p (a Conv's, Gemm's or MatMul's: ipu_dnn_run)
+ * on input 0 as the source, input 1 as the weights, bias (or NULL) and the
+ * node's fused operands, into y; then the SiLU p leaves to us
+ * (ipu_dnn_silu_after), on the kernel's threads. ipu_dnn_run's errors. */
+ipu_status_t ipu_fused_run(const ipu_node_t *n, ipu_dnn_t *p, const ipu_tensor_t *in,
+                           const float *bias, float *y, const ipu_kernel_ctx_t *ctx);
 
 #endif

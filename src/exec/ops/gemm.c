@@ -73,10 +73,7 @@ static int mm_inplace(const ipu_node_t *n)
 static ipu_status_t mm_run_dnn(const ipu_node_t *n, const mm_state_t *s, const ipu_tensor_t *in,
                                const float *bias, float *y, const ipu_kernel_ctx_t *ctx)
 {
-    const float *res;
-    const void *ops[IPU_FUSED_MAX];
-    ipu_fused_operands(n, in, &res, ops);
-    return ipu_dnn_run(n, s->p, in[0].data, in[1].data, bias, res, ops, y, ctx);
+    return ipu_fused_run(n, s->p, in, bias, y, ctx);
 }
 
 static void shape2(ipu_dnn_shape_t *s, int64_t r, int64_t c, int trans)
