@@ -101,12 +101,15 @@ ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int ve
     for (int64_t i = 0; i < n; i++) {
         double x = ipu_dtype_get_f64(got->dtype, got->data, (size_t)i);
         double y = ipu_dtype_get_f64(ref->dtype, ref->data, (size_t)i);
-        double d = fabs(x - y);
-        if (!isfinite(y) && (x == y || (isnan(x) && isnan(y))))
+        /* numpy.isclose, but NaN matches NaN: an infinity (or NaN) matches
+         * only the same (the tolerance of an infinite y is infinite) */
+        int special = !isfinite(x) || !isfinite(y);
+        if (special && (x == y || (isnan(x) && isnan(y))))
             continue;
-        if (!(d <= atol + rtol * fabs(y)))
+        double d = fabs(x - y);
+        if (special || !(d <= atol + rtol * fabs(y)))
             bad++;
-        double excess = isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
+        double excess = special || isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
         if (excess > worst_excess) {
             worst_excess = excess;
             worst = i;

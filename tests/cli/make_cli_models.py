@@ -25,6 +25,10 @@ OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[
                               (no test_data_set_0: --check has no default inputs)
 OUT/fp16/model.onnx           the mlp in float16 (input, weights, output): its 4
                               nodes read float16 tensors
+OUT/infs/model.onnx           Relu(x[4]) -> y, x = [1, 2, inf, 5]; inf_ok/: y's
+                              reference (numpy); finite_vs_inf/: reference [inf, 2,
+                              inf, 5]; inf_sign/: [1, 2, -inf, 5] (numpy.allclose:
+                              False for both)
 OUT/held/model.onnx           x[1,8,10,10] -> Conv(Wa[16,8,3,3], pad 1) -> Relu ->
                               Conv(Wb[16,16,1,1]) -> y, and Wb * s[1] -> z: Wa is
                               read only by the Conv that holds it in its own layout
@@ -192,7 +196,23 @@ def held():
     save(wb * s[0], f"{d}/test_data_set_0/output_1.pb", "z")
 
 
+def infs():
+    x = np.array([1, 2, np.inf, 5], np.float32)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "infs",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    d = os.path.join(out, "infs")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/model.onnx")
+    refs = {"inf_ok": np.maximum(x, 0), "finite_vs_inf": np.array([np.inf, 2, np.inf, 5], np.float32),
+            "inf_sign": np.array([1, 2, -np.inf, 5], np.float32)}
+    for sub, y in refs.items():
+        save(x, f"{d}/{sub}/input_0.pb", "x")
+        save(y, f"{d}/{sub}/output_0.pb", "y")
+
+
 mlp()
+infs()
 two_in()
 dtypes()
 held()

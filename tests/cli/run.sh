@@ -53,6 +53,12 @@ expect 0 "latency line" "latency ms: median" -- "$EXE" "$M/model.onnx" --batches
 expect 0 "throughput counts the batch" "micro-batch of 3)" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0"
 expect 0 ".npy input (batch 2)" "float\[2,4\]: ok" -- "$EXE" "$M/model.onnx" --inputs "$M/npy" --check
 expect 1 "check mismatch names the worst element" "worst at \[1,2\]" -- "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
+# infinities match only themselves (numpy.isclose): an infinite reference
+# has an infinite tolerance, which let anything pass
+I=$W/infs
+expect 0 "check: inf against the same inf" "output 0 'y' float\[4\]: ok" -- "$EXE" "$I/model.onnx" --inputs "$I/inf_ok" --check
+expect 1 "check: finite against inf is a mismatch" "worst at \[0\]: got 1, want inf" -- "$EXE" "$I/model.onnx" --inputs "$I/finite_vs_inf" --check
+expect 1 "check: inf against -inf is a mismatch" "worst at \[2\]: got inf, want -inf" -- "$EXE" "$I/model.onnx" --inputs "$I/inf_sign" --check
 expect 0 "inputs matched by name, two outputs, int64 output" "output 1 'shape' int64\[2\]: ok" -- "$EXE" "$W/two_in/model.onnx" --inputs "$W/two_in/test_data_set_0" --check
 # --output-dir writes what --check then accepts as a reference
 expect 0 "output-dir" "latency" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --output-dir "$W/o"
