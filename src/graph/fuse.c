@@ -103,20 +103,22 @@ static int op_with_scalar(const ipu_graph_t *g, const ipu_node_t *n, const char 
     return strcmp(type, "Div") != 0 || n->inputs[0] == a; /* a / c, not c / a */
 }
 
-/* Clip bounds from attributes or constant inputs; 0 when not constant. */
+/* Clip bounds from attributes or constant inputs; 0 when not constant,
+ * or when oneDNN's clip cannot take them: min above max (the output is then
+ * max everywhere) or a NaN bound (NaN everywhere); the Clip runs alone. */
 static int clip_bounds(const ipu_graph_t *g, const ipu_node_t *c, float *lo, float *hi)
 {
     if (c->opset < 11) {
         *lo = ipu_attr_float(c, "min", -FLT_MAX);
         *hi = ipu_attr_float(c, "max", FLT_MAX);
-        return 1;
+    } else {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        for (int i = 1; i < c->n_inputs && i < 3; i++)
+            if (c->inputs[i] >= 0 && !scalar_const(g, c->inputs[i], i == 1 ? lo : hi))
+                return 0;
     }
-    *lo = -INFINITY;
-    *hi = INFINITY;
-    for (int i = 1; i < c->n_inputs && i < 3; i++)
-        if (c->inputs[i] >= 0 && !scalar_const(g, c->inputs[i], i == 1 ? lo : hi))
-            return 0;
-    return 1;
+    return *lo <= *hi; /* false for a NaN too */
 }
 
 /* oneDNN's element-wise algorithms a post-op kind runs as (bit 1 << kind;

@@ -85,6 +85,19 @@ class ConvActs(torch.nn.Module):
         return tuple(ys)
 
 
+class ClipInverted(torch.nn.Module):
+    """Clips oneDNN's clip post-op cannot take: min above max (max
+    everywhere) and a NaN max (NaN everywhere, as torch.clamp)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.clamp(self.a(x), 3.0, 1.0), torch.clamp(self.b(x), -1.0, float("nan"))
+
+
 class Dense(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -246,6 +259,7 @@ def export_lrn_deconv(name, batch):
 
 
 export("conv_acts", ConvActs(), (torch.randn(1, 3, 12, 12),))
+export("clip_inverted", ClipInverted(), (torch.randn(1, 3, 6, 6),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))

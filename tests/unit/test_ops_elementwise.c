@@ -560,6 +560,38 @@ static void test_clip(void **state)
     RUN_OK(c);
     assert_equal_i64(oc_output(c, 0)->data, (int64_t[]){0, 4, 10}, 3);
     oc_free(c);
+    /* min above max: max everywhere (Operators.md: Min(max, Max(x, min));
+     * numpy.clip(x, 3, 1) and torch.clamp(x, 3, 1) give 1); a NaN bound:
+     * NaN everywhere (torch.clamp(x, min=nan) and (max=nan)) */
+    float lo3 = 3.0f, hi1 = 1.0f, fnan = NAN;
+    float xn[] = {-3, -1, 0, 2, 8, NAN};
+    c = oc_new("Clip", 13, 3, 1);
+    oc_input(c, 0, IPU_DTYPE_FLOAT, 1, (int64_t[]){6}, xn);
+    oc_const(c, 1, IPU_DTYPE_FLOAT, 0, SCALAR, &lo3);
+    oc_const(c, 2, IPU_DTYPE_FLOAT, 0, SCALAR, &hi1);
+    RUN_OK(c);
+    for (int i = 0; i < 5; i++)
+        assert_true(outf(c, 0)[i] == 1.0f);
+    assert_true(isnan(outf(c, 0)[5])); /* numpy.clip(nan, 3, 1) is nan */
+    oc_free(c);
+    for (int b = 1; b <= 2; b++) {
+        c = oc_new("Clip", 13, 3, 1);
+        oc_input(c, 0, IPU_DTYPE_FLOAT, 1, (int64_t[]){5}, x);
+        oc_const(c, 1, IPU_DTYPE_FLOAT, 0, SCALAR, b == 1 ? &fnan : &mn);
+        oc_const(c, 2, IPU_DTYPE_FLOAT, 0, SCALAR, b == 2 ? &fnan : &mx);
+        RUN_OK(c);
+        for (int i = 0; i < 5; i++)
+            assert_true(isnan(outf(c, 0)[i]));
+        oc_free(c);
+    }
+    int64_t lo9 = 9, hi2 = 2;
+    c = oc_new("Clip", 12, 3, 1);
+    oc_input(c, 0, IPU_DTYPE_INT64, 1, (int64_t[]){3}, xi);
+    oc_const(c, 1, IPU_DTYPE_INT64, 0, SCALAR, &lo9);
+    oc_const(c, 2, IPU_DTYPE_INT64, 0, SCALAR, &hi2);
+    RUN_OK(c);
+    assert_equal_i64(oc_output(c, 0)->data, (int64_t[]){2, 2, 2}, 3);
+    oc_free(c);
     /* min of another dtype is an error */
     c = oc_new("Clip", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 1, (int64_t[]){5}, x);

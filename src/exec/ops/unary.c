@@ -75,9 +75,21 @@ UN_F(sign_f32, (float)((x > 0.0f) - (x < 0.0f)))
 UN_I(sign, (x > 0) - (x < 0))
 UN_F(round_f32, rintf(x))
 UN_FN(not_b8, uint8_t, uint8_t, !x)
-UN_F(clip_f32, x < alpha ? alpha : (x > beta ? beta : x))
-UN_FN(clip_i64, int64_t, int64_t, x < p->ilo ? p->ilo : (x > p->ihi ? p->ihi : x))
-UN_FN(clip_i32, int32_t, int32_t, x < p->ilo ? (int32_t)p->ilo : (x > p->ihi ? (int32_t)p->ihi : x))
+/* Clip = Min(max, Max(x, min)) (Operators.md): max everywhere when min >
+ * max; a NaN bound gives NaN, as torch.clamp (numpy 1.24 ignores it) */
+IPU_EW_INLINE float clip1(float x, float lo, float hi)
+{
+    float t = x < lo || lo != lo ? lo : x;
+    return t > hi || hi != hi ? hi : t;
+}
+IPU_EW_INLINE int64_t clip1_i(int64_t x, int64_t lo, int64_t hi)
+{
+    int64_t t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+}
+UN_F(clip_f32, clip1(x, alpha, beta))
+UN_FN(clip_i64, int64_t, int64_t, clip1_i(x, p->ilo, p->ihi))
+UN_FN(clip_i32, int32_t, int32_t, clip1_i(x, p->ilo, p->ihi))
 
 IPU_EW_HOT static void prelu_row(void *o_, const void *const *in, const int64_t *step,
                                  int64_t n, const void *arg)
