@@ -94,6 +94,11 @@ def main():
     mm = helper.make_node("MatMul", ["pixel_values", "w5x4"], ["y"], name="mm_bad")
     save(case(out, "inner_dims"), model([mm], [numpy_helper.from_array(np.ones((5, 4), np.float32), "w5x4")]))
 
+    # a stride of 2^31 (valid int64 in ONNX): oneDNN's descriptors refuse it
+    pool = helper.make_node("MaxPool", ["pixel_values"], ["y"], name="pool_far", kernel_shape=[3, 3],
+                            strides=[1, 1 << 31])
+    save(case(out, "stride_2_31"), model([pool], inputs=[x4]))
+
     # a second output MatMul does not have (found by tests/fuzz/fuzz_model)
     mm2 = helper.make_node("MatMul", ["pixel_values", "w3x2"], ["y", "mm_extra"], name="mm_two")
     save(case(out, "extra_output"), model([mm2], [numpy_helper.from_array(np.ones((3, 2), np.float32), "w3x2")]))

@@ -55,6 +55,7 @@ bad extra_output        "extra_output/model\\.onnx: node 'mm_two'" "output #1 'm
 bad huge_shape          "node 'fill' \\(ConstantOfShape\\): output 'big'" "over 4096 TiB"
 bad huge_fold           "needs 65536\\.0 MiB" "raise --ipu-memory"
 bad cyclic_graph        "cycle" "loop_"
+bad stride_2_31         "node 'pool_far' \\(MaxPool\\)" "strides\\[1\\] = 2147483648" "not supported"
 bad inner_dims          "inner_dims/model\.onnx: node 'mm_bad'" "inner dimensions"
 bad input_wrong_dtype   "pixel_values" "int64" -- --inputs "$W/input_wrong_dtype/inputs"
 bad input_wrong_shape   "pixel_values" "\[2,5\]" -- --inputs "$W/input_wrong_shape/inputs"

@@ -3,6 +3,7 @@
  * explicit pads, or auto_pad SAME_UPPER / SAME_LOWER / VALID. */
 #include "exec/ops/window.h"
 
+#include <stdint.h>
 #include <string.h>
 
 ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
@@ -21,6 +22,9 @@ ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want,
         if (v[i] < min)
             return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "attribute %s[%zu] = %lld, "
                                 "must be >= %lld", name, i, (long long)v[i], (long long)min);
+        if (v[i] > INT32_MAX) /* oneDNN's descriptors refuse larger ones */
+            return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "attribute %s[%zu] = %lld: values above "
+                                "2^31 - 1 are not supported", name, i, (long long)v[i]);
         dst[i] = v[i];
     }
     return IPU_OK;

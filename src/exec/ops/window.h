@@ -26,7 +26,8 @@ typedef struct ipu_window {
 
 /* dst[0..want) = node n's ints attribute name, each >= min, or dflt
  * everywhere when the node has none. Errors name the node
- * (IPU_ERR_INVALID_MODEL): another count of values, a value below min. */
+ * (IPU_ERR_INVALID_MODEL): another count of values, a value below min;
+ * IPU_ERR_UNSUPPORTED: a value above 2^31 - 1. */
 ipu_status_t ipu_window_ints(const ipu_node_t *n, const char *name, size_t want, int64_t min,
                              int64_t dflt, int64_t *dst);
 
