@@ -181,6 +181,25 @@ static int holds_files(const ipu_graph_t *g, const char *dir)
     return 0;
 }
 
+/* Sets after a gap (test_data_set_0 and _2 without _1) are not read: say
+ * so, naming the first of them (when warn). n: the sets read. */
+static void warn_gap(const char *dir, int n, int warn)
+{
+    if (!warn || ipu_log_level_current < IPU_LOG_WARN)
+        return;
+    DIR *dp = opendir(dir);
+    int first = -1, k;
+    char end;
+    for (struct dirent *e; dp && (e = readdir(dp)) != NULL;)
+        if (sscanf(e->d_name, "test_data_set_%d%c", &k, &end) == 1 && k > n && (first < 0 || k < first))
+            first = k;
+    if (dp)
+        closedir(dp);
+    if (first >= 0)
+        cli_err_line(CLI_PROG ": warning: %s/test_data_set_%d is not read: the sets are read from 0 up to "
+                     "the first missing one, test_data_set_%d (rename them without a gap)", dir, first, n);
+}
+
 ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
                            cli_data_t *d)
 {
@@ -200,6 +219,8 @@ ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int 
         }
         if (n == 0)
             return ipu_error(IPU_ERR_IO, "%s/test_data_set_0: no such directory", dir);
+        if (max_sets <= 0 || n < max_sets)
+            warn_gap(dir, n, warn);
     }
     d->n_sets = n;
     d->sets = sets;

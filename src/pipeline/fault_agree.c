@@ -83,7 +83,7 @@ static ipu_status_t root_wait(int size, const ipu_agree_params_t *p, MPI_Request
         if (p->timeout_s > 0 && waited > p->timeout_s) {
             v->status = IPU_ERR_TIMED_OUT;
             v->lost = missing;
-            snprintf(v->msg, sizeof v->msg, "lost rank %d: it did not report on %s within %.0f s; "
+            snprintf(v->msg, sizeof v->msg, "lost rank %d: it did not report on %s within %g s; "
                      "it died or hangs (if it is only slow, raise --timeout)", missing, p->step,
                      p->timeout_s);
             break;
@@ -273,7 +273,7 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
         }
         if (limit > 0 && MPI_Wtime() - t0 > limit) {
             *lost = 1;
-            out = ipu_error(IPU_ERR_TIMED_OUT, "lost rank 0: it did not answer on %s within %.0f s; "
+            out = ipu_error(IPU_ERR_TIMED_OUT, "lost rank 0: it did not answer on %s within %g s; "
                             "it died or hangs (if it is only slow, raise --timeout)", p->step,
                             MPI_Wtime() - t0);
             break;

@@ -48,7 +48,7 @@ void ipu_watchdog_arm(double seconds, int rank, const char *what)
         started = pthread_create(&th, &a, watch, NULL) == 0;
         pthread_attr_destroy(&a);
     }
-    snprintf(line, sizeof line, "ipu-exec (rank %d): %s did not finish within %.0f s: a rank died "
+    snprintf(line, sizeof line, "ipu-exec (rank %d): %s did not finish within %g s: a rank died "
              "or hangs (see the other ranks' messages)\n", rank, what, seconds);
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += (time_t)seconds;

@@ -167,7 +167,7 @@ static ipu_status_t stalled(pipe_t *pp)
             link_t *lk = &pp->links[ls->in_links[k]];
             if (lk->src_rank != pp->rank && ls->next < ls->total)
                 return ipu_error(IPU_ERR_TIMED_OUT, "rank %d, stage %d: no data from rank %d "
-                                 "(host %s, stage %d) for %.0f s; it may have died or hung",
+                                 "(host %s, stage %d) for %g s; it may have died or hung",
                                  pp->rank, ls->s, lk->src_rank,
                                  ipu_transport_host(pp->tr, lk->src_rank), lk->src,
                                  pp->p->transport.timeout_s);
@@ -176,13 +176,13 @@ static ipu_status_t stalled(pipe_t *pp)
             link_t *lk = &pp->links[ls->out_links[k]];
             if (lk->dst_rank != pp->rank)
                 return ipu_error(IPU_ERR_TIMED_OUT, "rank %d, stage %d: rank %d (host %s, "
-                                 "stage %d) took nothing for %.0f s; it may have died or hung",
+                                 "stage %d) took nothing for %g s; it may have died or hung",
                                  pp->rank, ls->s, lk->dst_rank,
                                  ipu_transport_host(pp->tr, lk->dst_rank), lk->dst,
                                  pp->p->transport.timeout_s);
         }
     }
-    return ipu_error(IPU_ERR_TIMED_OUT, "rank %d: the pipeline made no progress for %.0f s",
+    return ipu_error(IPU_ERR_TIMED_OUT, "rank %d: the pipeline made no progress for %g s",
                      pp->rank, pp->p->transport.timeout_s);
 }
 

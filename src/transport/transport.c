@@ -204,7 +204,7 @@ ipu_status_t ipu_transport_wait(ipu_transport_t *t, ipu_treq_t *r)
         if ((spin & 1023) == 1023) {
             if (now_s() > deadline) {
                 ipu_transport_cancel(t, r);
-                return ipu_error(IPU_ERR_TIMED_OUT, "no %s rank %d on host %s for %.0f s; "
+                return ipu_error(IPU_ERR_TIMED_OUT, "no %s rank %d on host %s for %g s; "
                                  "it may have died or be stuck",
                                  is_recv ? "data from" : "progress sending to", peer,
                                  t->hosts[peer], t->params.timeout_s);

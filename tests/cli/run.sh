@@ -53,6 +53,9 @@ expect 0 "latency line" "latency ms: median" -- "$EXE" "$M/model.onnx" --batches
 expect 0 "throughput counts the batch" "micro-batch of 3)" -- "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0"
 expect 0 ".npy input (batch 2)" "float\[2,4\]: ok" -- "$EXE" "$M/model.onnx" --inputs "$M/npy" --check
 expect 1 "check mismatch names the worst element" "worst at \[1,2\]" -- "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
+# sets read up to the first missing one: one after a gap is said not to be read
+mkdir -p "$W/gap" && cp -r "$M/test_data_set_0" "$W/gap/test_data_set_0" && cp -r "$M/test_data_set_0" "$W/gap/test_data_set_2"
+expect 0 "a set after a gap: said" "^ipu-exec: warning: $W/gap/test_data_set_2 is not read: .*test_data_set_1 (rename" -- "$EXE" "$M/model.onnx" --inputs "$W/gap" --check --batches 3
 # infinities match only themselves (numpy.isclose): an infinite reference
 # has an infinite tolerance, which let anything pass
 I=$W/infs
