@@ -175,7 +175,8 @@ ipu_status_t ipu_dnn_lrn(const ipu_node_t *n, const ipu_dnn_lrn_desc_t *d, const
  * primitive runs on a copy with the axis innermost, reordered to and from
  * it inside the op (its scratch). Run with ipu_dnn_exec(), no further
  * operands. A row that is all -inf gives NaN; a -inf element 0 (log:
- * -inf). IPU_ERR_UNSUPPORTED where oneDNN has only its reference kernel. */
+ * -inf); a NaN or +inf element NaN but the rest of its row 0 (PyTorch:
+ * all NaN; ops/softmax.c computes such a tensor again). IPU_ERR_UNSUPPORTED where oneDNN has only its reference kernel. */
 typedef struct ipu_dnn_softmax_desc {
     int64_t outer, len, inner;
     int log;

@@ -3,7 +3,7 @@
 Usage: python3 ref_softmax.py OUTDIR
 Writes OUTDIR/<case>.<slot>.bin (raw little-endian float32): the input in0
 drawn from a seeded generator, with -inf elements and rows that are all
--inf along some axes, and the expected output out0 computed with PyTorch,
+-inf along some axes, a NaN and a +inf (NaN rows), and the expected output out0 computed with PyTorch,
 independently of ipu-exec: opset 13 along one axis (torch.softmax(x, axis)),
 opset 11 on x coerced to 2-D [prod(dims before axis), prod(the rest)] along
 dim 1. Cases: <op>_r<rank>_a<axis>_o<opset> for every axis of x3 [3,4,5] and
@@ -38,11 +38,15 @@ x3[1, 2, :] = -np.inf  # a row all -inf along axis 2
 x3[2, :, 0] = -np.inf  # along axis 1
 x3[:, 3, 4] = -np.inf  # along axis 0
 x3[0, 0, 1] = -np.inf  # one alone
+x3[0, 2, 3] = np.nan  # NaN and +inf: NaN for every row through them (as
+x3[2, 1, 2] = np.inf  # PyTorch; oneDNN's kernel alone zeroes the rest)
 x4 = (rng.standard_normal((2, 3, 4, 5)) * 3).astype(np.float32)
 x4[1, 2, 3, :] = -np.inf
 x4[0, 1, :, :] = -np.inf  # all -inf from axis 2 on: the opset 11 row at axis 2
 x4[1, :, 0, 2] = -np.inf
 x4[:, 2, 1, 1] = -np.inf
+x4[0, 0, 2, 3] = np.nan
+x4[1, 1, 1, 4] = np.inf
 for x in (x3, x4):
     for op in FN:
         for opset in (11, 13):

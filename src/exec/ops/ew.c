@@ -248,6 +248,14 @@ IPU_EW_HOT float ipu_ew_max_f32(const float *x, int64_t n)
     return m;
 }
 
+IPU_EW_HOT int ipu_ew_any_nan_f32(const float *x, int64_t n)
+{
+    int any = 0;
+    for (int64_t i = 0; i < n; i++)
+        any |= x[i] != x[i];
+    return any;
+}
+
 IPU_EW_HOT float ipu_ew_dot_f32(const float *x, const float *y, int64_t n)
 {
     float p[8] = {0};

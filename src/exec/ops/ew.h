@@ -218,6 +218,8 @@ void ipu_ew_silu_f32(int threads, float *y, int64_t n);
  * loop vectorises without -ffast-math); max of nothing is -inf. */
 float ipu_ew_sum_f32(const float *x, int64_t n);
 float ipu_ew_max_f32(const float *x, int64_t n);
+/* Whether any of n contiguous floats is NaN. */
+int ipu_ew_any_nan_f32(const float *x, int64_t n);
 /* Dot product of n contiguous floats (8 partial sums). */
 float ipu_ew_dot_f32(const float *x, const float *y, int64_t n);
 

@@ -3,7 +3,8 @@
  * (Operators.md). float only. Numerically stable: the maximum along the axis
  * is subtracted first, so -inf inputs (masked attention) give 0 (LogSoftmax:
  * -inf); a row that is all -inf gives NaN, as in PyTorch (oneDNN's kernel
- * too).
+ * too), and so does a row holding a NaN or +inf (oneDNN's kernel does not:
+ * sm_run computes a result with a NaN again here).
  *
  * Runs on oneDNN's softmax (exec/onednn.h), made at infer for the node's
  * shape, but where the loops here were measured faster
@@ -86,15 +87,16 @@ static void sm_fini(ipu_node_t *n)
     n->state = NULL;
 }
 
+/* The loops' scratch (sm_cols: 2 x inner floats), or oneDNN's if more: the
+ * loops also run a node made on oneDNN (a NaN in its result, sm_run). */
 static size_t sm_scratch(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const ipu_value_t *x = ipu_node_input(g, n, 0);
     int axis;
-    if (n->state)
-        return ipu_dnn_scratch(n->state);
-    if (sm_axis(n, x->rank, &axis) != IPU_OK || n->opset < 13)
-        return 0;
-    return 2 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+    size_t own = 0, dnn = n->state ? ipu_dnn_scratch(n->state) : 0;
+    if (sm_axis(n, x->rank, &axis) == IPU_OK && n->opset >= 13)
+        own = 2 * sizeof(float) * (size_t)ipu_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+    return own > dnn ? own : dnn;
 }
 
 /* One contiguous row. */
@@ -161,8 +163,14 @@ static ipu_status_t sm_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_tens
 {
     int axis;
     int64_t outer, len, inner;
-    if (n->state)
-        return ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
+    if (n->state) {
+        ipu_status_t st = ipu_dnn_exec(n, n->state, in[0].data, NULL, out[0].data, ctx);
+        /* a NaN or +inf in X: oneDNN's kernel gives NaN for that element
+         * and 0 for the rest of its row, PyTorch (and the loops below) NaN
+         * for the whole row: such a tensor is computed again below */
+        if (st != IPU_OK || !ipu_ew_any_nan_f32(out[0].data, ipu_tensor_numel(&out[0])))
+            return st;
+    }
     ipu_status_t st = sm_axis(n, in[0].rank, &axis);
     if (st != IPU_OK)
         return st;
