@@ -1,5 +1,6 @@
 /* Graph IR: construction, attribute access and views. */
 #include "graph/ir.h"
+#include "graph/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,7 @@ void ipu_graph_free(ipu_graph_t *g)
     free(g->src_path);
     free(g->opsets);
     free(g->values);
+    free(g->names);
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
@@ -99,10 +101,7 @@ void ipu_graph_free(ipu_graph_t *g)
 
 int ipu_graph_find_value(const ipu_graph_t *g, const char *name)
 {
-    for (int i = 0; i < g->n_values; i++)
-        if (strcmp(g->values[i].name, name) == 0)
-            return i;
-    return -1;
+    return ipu_names_find(g, name);
 }
 
 int ipu_graph_value(ipu_graph_t *g, const char *name)
@@ -127,7 +126,12 @@ int ipu_graph_value(ipu_graph_t *g, const char *name)
         return -1;
     v->rank = -1;
     v->producer = -1;
-    return g->n_values++;
+    if (ipu_names_insert(g, g->n_values++) != 0) {
+        free(v->name);
+        g->n_values--;
+        return -1;
+    }
+    return g->n_values - 1;
 }
 
 void ipu_value_set_shape(ipu_value_t *v, ipu_dtype_t dt, int rank, const int64_t *dims)

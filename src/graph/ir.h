@@ -96,6 +96,7 @@ typedef struct ipu_graph {
     int64_t opset;                /* opset of the default domain ("" / ai.onnx) */
     ipu_opset_import_t *opsets; int n_opsets;
     ipu_value_t *values; int n_values, cap_values;
+    int *names; size_t cap_names; /* values by name (graph/names.h) */
     ipu_node_t *nodes;   int n_nodes, cap_nodes;
     int *inputs;  int n_inputs;   /* user-fed graph inputs (not initializers), in order */
     int *outputs; int n_outputs;  /* graph outputs, in order */

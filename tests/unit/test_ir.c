@@ -178,6 +178,43 @@ static void test_error_messages(void **state)
     assert_string_equal(ipu_bytes_str(42u << 20, b), "42.0 MiB");
 }
 
+/* Values by name (graph/names.c): 20000 values added one by one (the
+ * array and the index grow and move many times), by nodes and directly,
+ * each found at its index afterwards; names that differ only at the end,
+ * prefixes and absent names are not confused; adding a name again returns
+ * its value without adding one. */
+static void test_value_index(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    ipu_graph_t *g = ipu_graph_new("names");
+    char a[32], b[32];
+    for (int i = 0; i < N; i += 2) {
+        snprintf(a, sizeof a, "t%d", i);
+        snprintf(b, sizeof b, "t%d", i + 1);
+        assert_true(ipu_graph_add_node(g, "Relu", NULL, 1, (const char *[]){a}, 1, (const char *[]){b}) >= 0);
+    }
+    assert_int_equal(g->n_values, N);
+    for (int i = 0; i < N; i++) {
+        snprintf(a, sizeof a, "t%d", i);
+        assert_int_equal(ipu_graph_find_value(g, a), i);
+        assert_string_equal(g->values[i].name, a);
+        assert_int_equal(ipu_graph_value(g, a), i);
+    }
+    assert_int_equal(g->n_values, N);
+    assert_int_equal(ipu_graph_find_value(g, "t"), -1);
+    assert_int_equal(ipu_graph_find_value(g, "t20000"), -1);
+    assert_int_equal(ipu_graph_find_value(g, ""), -1);
+    assert_int_equal(ipu_graph_value(g, "t20000"), N);
+    assert_int_equal(ipu_graph_find_value(g, "t20000"), N);
+    assert_int_equal(g->nodes[N / 2 - 1].inputs[0], N - 2);
+    assert_int_equal(g->nodes[N / 2 - 1].outputs[0], N - 1);
+    ipu_graph_free(g);
+    g = ipu_graph_new("empty");
+    assert_int_equal(ipu_graph_find_value(g, "x"), -1);
+    ipu_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_dangling_input),    cmocka_unit_test(test_produced_twice),
         cmocka_unit_test(test_attrs),             cmocka_unit_test(test_unsupported_lists_all),
         cmocka_unit_test(test_error_messages),    cmocka_unit_test(test_fold_bn_moves_values),
+        cmocka_unit_test(test_value_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
