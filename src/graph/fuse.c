@@ -41,14 +41,11 @@ static int is_op(const ipu_node_t *n, const char *type)
     return !n->folded && n->op && n->domain[0] == '\0' && strcmp(n->op_type, type) == 0;
 }
 
-/* Node n's pipeline stage annotation (__pipeline_stage, else
- * __ipu_number, as the partitioner reads them), or -1 when none. */
+/* Node n's pipeline stage annotation (graph/ir.h), or -1 when none. */
 static int64_t stage_of(const ipu_node_t *n)
 {
-    const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
-    if (a == NULL || a->type != IPU_ATTR_INT)
-        a = ipu_attr_find(n, "__ipu_number");
-    return a && a->type == IPU_ATTR_INT ? a->i : -1;
+    int64_t s;
+    return ipu_node_stage(n, &s) ? s : -1;
 }
 
 /* Whether node n reads value v. */

@@ -323,6 +323,25 @@ const ipu_attr_t *ipu_attr_find(const ipu_node_t *n, const char *name)
     return NULL;
 }
 
+int ipu_node_stage(const ipu_node_t *n, int64_t *stage)
+{
+    const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
+    if (a == NULL || a->type != IPU_ATTR_INT)
+        a = ipu_attr_find(n, "__ipu_number");
+    if (a == NULL || a->type != IPU_ATTR_INT)
+        return 0;
+    *stage = a->i;
+    return 1;
+}
+
+const char *ipu_attr_type_name(ipu_attr_type_t type)
+{
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+        "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+    return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "UNDEFINED";
+}
+
 int64_t ipu_attr_int(const ipu_node_t *n, const char *name, int64_t dflt)
 {
     const ipu_attr_t *a = ipu_attr_find(n, name);

@@ -148,6 +148,13 @@ ipu_status_t ipu_graph_add_output(ipu_graph_t *g, const char *name);
 /* --- attribute access (ops) --------------------------------------------- */
 
 const ipu_attr_t *ipu_attr_find(const ipu_node_t *n, const char *name);
+/* The one reader of the pipeline annotations (partition/partition.h): node
+ * n's stage from its __pipeline_stage, else __ipu_number (as PopART: the
+ * IPU is then the stage), into *stage; returns 1, or 0 when it has neither.
+ * The loader rejects either attribute of a type other than INT. */
+int ipu_node_stage(const ipu_node_t *n, int64_t *stage);
+/* ONNX's name of an attribute type ("INT", "FLOATS", ...; "UNDEFINED"). */
+const char *ipu_attr_type_name(ipu_attr_type_t type);
 int64_t ipu_attr_int(const ipu_node_t *n, const char *name, int64_t dflt);
 float ipu_attr_float(const ipu_node_t *n, const char *name, float dflt);
 /* STRING attribute or dflt. */

@@ -460,6 +460,18 @@ static ipu_status_t load_attr(load_ctx_t *c, const ipu_node_t *n, const Onnx__At
                      "unknown type %d", c->path, a->name, n->name, n->op_type, (int)type);
 }
 
+/* A pipeline annotation (__pipeline_stage, __ipu_number) must be an INT, as
+ * PopART reads it: one of another type would otherwise be ignored and the
+ * model partitioned as if it had none. */
+static ipu_status_t check_annotation(load_ctx_t *c, const ipu_node_t *n, const ipu_attr_t *a)
+{
+    if (a->type == IPU_ATTR_INT ||
+        (strcmp(a->name, "__pipeline_stage") != 0 && strcmp(a->name, "__ipu_number") != 0))
+        return IPU_OK;
+    return ipu_error(IPU_ERR_INVALID_MODEL, "%s: node '%s' (%s): attribute %s has type %s; it must be an "
+                     "INT, as PopART reads it", c->path, n->name, n->op_type, a->name, ipu_attr_type_name(a->type));
+}
+
 static ipu_status_t load_nodes(load_ctx_t *c, const Onnx__GraphProto *gp)
 {
     ipu_graph_t *g = c->g;
@@ -491,6 +503,8 @@ static ipu_status_t load_nodes(load_ctx_t *c, const Onnx__GraphProto *gp)
         for (size_t k = 0; k < np->n_attribute; k++) {
             n->n_attrs++; /* freed with the graph even if half-filled */
             ipu_status_t st = load_attr(c, n, np->attribute[k], &n->attrs[k]);
+            if (st == IPU_OK)
+                st = check_annotation(c, n, &n->attrs[k]);
             if (st != IPU_OK)
                 return st;
         }

@@ -214,22 +214,11 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
     return st;
 }
 
-int ipu_partition_annotation(const ipu_node_t *n, int64_t *out)
-{
-    const ipu_attr_t *a = ipu_attr_find(n, "__pipeline_stage");
-    if (a == NULL || a->type != IPU_ATTR_INT)
-        a = ipu_attr_find(n, "__ipu_number");
-    if (a == NULL || a->type != IPU_ATTR_INT)
-        return 0;
-    *out = a->i;
-    return 1;
-}
-
 int ipu_partition_annotated_stages(const ipu_graph_t *g)
 {
     int64_t max = -1, val;
     for (int i = 0; i < g->n_nodes; i++)
-        if (ipu_partition_annotation(&g->nodes[i], &val) && val > max && val <= 4096)
+        if (ipu_node_stage(&g->nodes[i], &val) && val > max && val <= 4096)
             max = val;
     return (int)(max + 1);
 }
@@ -244,7 +233,7 @@ static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partitio
     names[0] = '\0';
     for (int i = 0; i < it->n; i++) {
         const ipu_node_t *n = &g->nodes[it->item_node[i]];
-        if (ipu_partition_annotation(n, &val)) {
+        if (ipu_node_stage(n, &val)) {
             have++;
             if (val < 0 || val > 4096)
                 return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): pipeline stage %lld is out of "

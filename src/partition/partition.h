@@ -62,10 +62,6 @@ typedef struct ipu_partition {
 ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params_t *p,
                                 ipu_partition_t *out);
 void ipu_partition_free(ipu_partition_t *pt);
-/* The one reader of the annotations: node n's stage from its
- * __pipeline_stage (else __ipu_number) INT attribute into *stage; returns
- * 1, or 0 when it has neither. */
-int ipu_partition_annotation(const ipu_node_t *n, int64_t *stage);
 /* The stages g's annotations describe (the largest stage from 0 to 4096,
  * plus 1), over every node; 0 if none is annotated. */
 int ipu_partition_annotated_stages(const ipu_graph_t *g);

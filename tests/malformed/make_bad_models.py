@@ -117,6 +117,13 @@ def main():
     n3 = helper.make_node("Relu", ["a"], ["y"], name="out")
     save(case(out, "cyclic_graph"), model([n1, n2, n3]))
 
+    # pipeline annotations of a type PopART does not read (it reads INT)
+    for name, attr, value in (("stage_float", "__pipeline_stage", 1.0),
+                              ("ipu_number_ints", "__ipu_number", [0, 1])):
+        r = relu()
+        r[0].attribute.extend([helper.make_attribute(attr, value)])
+        save(case(out, name), model(r))
+
     d = case(out, "input_wrong_dtype")
     save(d, model(relu()))
     save_input(d, np.array([[1, 2, 3]], dtype=np.int64))

@@ -56,6 +56,8 @@ bad huge_shape          "node 'fill' \\(ConstantOfShape\\): output 'big'" "over 
 bad huge_fold           "needs 65536\\.0 MiB" "raise --ipu-memory"
 bad cyclic_graph        "cycle" "loop_"
 bad stride_2_31         "node 'pool_far' \\(MaxPool\\)" "strides\\[1\\] = 2147483648" "not supported"
+bad stage_float         "node 'relu0' \\(Relu\\): attribute __pipeline_stage has type FLOAT; it must be an INT"
+bad ipu_number_ints     "node 'relu0' \\(Relu\\): attribute __ipu_number has type INTS; it must be an INT"
 bad inner_dims          "inner_dims/model\.onnx: node 'mm_bad'" "inner dimensions"
 bad input_wrong_dtype   "pixel_values" "int64" -- --inputs "$W/input_wrong_dtype/inputs"
 bad input_wrong_shape   "pixel_values" "\[2,5\]" -- --inputs "$W/input_wrong_shape/inputs"

@@ -5,6 +5,8 @@ annotate.py IN OUT partial        drop __pipeline_stage/__ipu_number from one no
 annotate.py IN OUT backwards      put the first node in the last stage (a tensor
                                   then flows from a later stage to an earlier one)
 annotate.py IN OUT stages         print the stage of every node (one per line)
+annotate.py IN OUT float          give one node's __pipeline_stage as a FLOAT (PopART
+                                  reads only INT)
 """
 import sys
 import onnx
@@ -36,5 +38,12 @@ elif what == "backwards":
     for a in victim.attribute:
         if a.name in ("__pipeline_stage", "__ipu_number"):
             a.i = last
+    print(victim.name)
+elif what == "float":
+    victim = next(n for n in nodes if n.op_type not in ("Constant",))
+    for a in victim.attribute:
+        if a.name == "__pipeline_stage":
+            a.f, a.type = float(a.i), onnx.AttributeProto.FLOAT
+            a.ClearField("i")
     print(victim.name)
 onnx.save(m, dst)

@@ -3,10 +3,11 @@
 # with --measure, the timed costs a pipelined run uses); the
 # model it writes (annotated with __ipu_number/__pipeline_stage as PopART
 # does) runs with the same plan; a partly annotated or backwards-flowing
-# model and a rank count that does not divide are errors naming the
-# problem, before any work; a model that does not fit says what to change;
-# the annotated model on one rank runs whole with a note; --micro-batch on
-# gpt2_tiny's fixed batch is an error said once.
+# model, an annotation that is not an INT and a rank count that does not
+# divide are errors naming the problem, before any work; a model that does
+# not fit says what to change; the annotated model on one rank runs whole
+# with a note; --micro-batch on gpt2_tiny's fixed batch is an error said
+# once.
 # Near the memory boundary (ResNet-18, 3 stages, conv scratch), a plan that
 # fits passes the devices' setup check and one that does not is refused up
 # front, naming the stage and what it needs.
@@ -60,6 +61,11 @@ expect 2 "annotated with 3 pipeline stages but 2 ranks" "stage count vs ranks is
 victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/partial.onnx" partial)
 run_mpi 3 "$W/partial.onnx" --batches 2; rc=$?
 expect 2 "partly annotated.*'$victim'" "partial annotation names the node"
+victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/float.onnx" float)
+run_mpi 3 "$W/float.onnx" --batches 2; rc=$?
+expect 2 "node '$victim' .*attribute __pipeline_stage has type FLOAT; it must be an INT" \
+    "a FLOAT annotation is an error naming the node, not ignored"
+[ "$(echo "$OUT" | grep -c 'ipu-exec')" -eq 1 ] && ok "said once, not per rank" || fail "error repeated: $OUT"
 victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/back.onnx" backwards)
 OUT=$("$EXE" plan "$W/back.onnx" 2>&1); rc=$?
 expect 2 "inconsistent annotations" "a backwards flow is an error"
