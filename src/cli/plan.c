@@ -188,7 +188,7 @@ int cli_plan_main(int argc, char **argv)
         if (st == IPU_OK && (st = ipu_measure_nodes(g, node_ms)) == IPU_OK)
             pp.node_ms = node_ms;
     }
-    int annotated = st == IPU_OK ? ipu_partition_annotated_stages(g) : 0;
+    int annotated = st == IPU_OK ? ipu_partition_annotated_stages(g, NULL) : 0;
     if (annotated > 0 && stages_set && annotated != pp.stages)
         cli_err_line(CLI_PROG ": note: %s is annotated with %d pipeline stages (__pipeline_stage): "
                      "the annotations win over --stages %d; plan the model without them to re-plan",

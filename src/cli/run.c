@@ -254,6 +254,22 @@ static ipu_status_t check_micro_batch(const cli_opts_t *o, const ipu_graph_t *g)
                      o->model, v->name, shape, (long long)v->dims[0]);
 }
 
+/* On a single rank a model annotated with stages runs whole: one line says
+ * so, with the -np that would use them (the stages constant folding left
+ * without a node to run are not counted). */
+static void note_annotations(const char *model, const ipu_graph_t *g)
+{
+    int emptied, n_ann = ipu_partition_annotated_stages(g, &emptied);
+    char folded[96] = "";
+    if (emptied)
+        snprintf(folded, sizeof(folded), "; constant folding left %d without a node to run, so %d run",
+                 emptied, n_ann);
+    if (n_ann > 1 && ipu_log_level_current >= IPU_LOG_WARN)
+        cli_err_line("ipu-exec: note: %s: its %d-stage pipeline annotations (__pipeline_stage/"
+                     "__ipu_number%s) are not used on a single rank, which runs the model whole (run "
+                     "with mpirun -np %d to use them)", model, n_ann + emptied, folded, n_ann);
+}
+
 ipu_status_t cli_run_single(const cli_opts_t *o)
 {
     ipu_session_t *s = NULL;
@@ -277,11 +293,6 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
         ipu_session_close(s);
         return st;
     }
-    int n_ann = ipu_partition_annotated_stages(g);
-    if (n_ann > 1 && ipu_log_level_current >= IPU_LOG_WARN)
-        cli_err_line("ipu-exec: note: %s: its %d-stage pipeline annotations (__pipeline_stage/"
-                     "__ipu_number) are not used on a single rank, which runs the model whole (run "
-                     "with mpirun -np %d to use them)", o->model, n_ann, n_ann);
     ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
     ipu_tensor_t *outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
     times = calloc((size_t)o->batches, sizeof(double));
@@ -292,6 +303,7 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     if ((st = data_init(&d, o, g, 1)) != IPU_OK || (st = make_inputs(&d, 0, ins)) != IPU_OK ||
         (st = ipu_session_prepare(s, ins, g->n_inputs)) != IPU_OK)
         goto out;
+    note_annotations(o->model, g); /* after prepare, which folds what the inputs' shapes make constant */
     int folded = 0;
     for (int i = 0; i < g->n_nodes; i++)
         folded += g->nodes[i].folded;

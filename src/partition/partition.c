@@ -214,20 +214,77 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
     return st;
 }
 
-int ipu_partition_annotated_stages(const ipu_graph_t *g)
+/* What an annotated stage holds. */
+enum { STAGE_NONE, STAGE_RUNS, STAGE_FOLDED };
+
+/* Per stage 0..max the annotations of every node name (folded ones too, up
+ * to 4096): STAGE_RUNS where a node that runs is, STAGE_FOLDED where only
+ * nodes folded at load are (constant folding emptied it), else STAGE_NONE.
+ * NULL and *n = 0 when no node is annotated, *n = -1 out of memory. */
+static unsigned char *stage_kinds(const ipu_graph_t *g, int *n)
 {
-    int64_t max = -1, val;
+    int64_t max = -1, v;
     for (int i = 0; i < g->n_nodes; i++)
-        if (ipu_node_stage(&g->nodes[i], &val) && val > max && val <= 4096)
-            max = val;
-    return (int)(max + 1);
+        if (ipu_node_stage(&g->nodes[i], &v) && v > max && v <= 4096)
+            max = v;
+    *n = (int)(max + 1);
+    unsigned char *kind = max >= 0 ? calloc((size_t)*n, 1) : NULL;
+    if (max >= 0 && kind == NULL)
+        *n = -1;
+    for (int i = 0; kind && i < g->n_nodes; i++)
+        if (ipu_node_stage(&g->nodes[i], &v) && v >= 0 && v <= max)
+            kind[v] = !g->nodes[i].folded ? STAGE_RUNS : kind[v] == STAGE_RUNS ? STAGE_RUNS : STAGE_FOLDED;
+    return kind;
+}
+
+int ipu_partition_annotated_stages(const ipu_graph_t *g, int *emptied)
+{
+    int n, e = 0;
+    unsigned char *kind = stage_kinds(g, &n);
+    for (int s = 0; s < n; s++)
+        e += kind[s] == STAGE_FOLDED;
+    free(kind);
+    if (emptied)
+        *emptied = e;
+    return n > 0 ? n - e : 0;
+}
+
+/* Number the stages that run 0..S-1 (pt->node_stage holds the annotated
+ * ones): a stage no node names is a gap in the annotations (an error); one
+ * that only nodes folded at load name is dropped and the later ones move
+ * down, so an annotation that constant folding emptied still runs. */
+static ipu_status_t renumber(const ipu_graph_t *g, const items_t *it, ipu_partition_t *pt)
+{
+    int n, S = 0;
+    unsigned char *kind = stage_kinds(g, &n);
+    int *to = kind ? malloc((size_t)n * sizeof(int)) : NULL;
+    if (to == NULL) {
+        free(kind);
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory partitioning");
+    }
+    for (int s = 0; s < n; s++)
+        to[s] = kind[s] == STAGE_RUNS ? S++ : -1;
+    for (int s = 0; s < n; s++)
+        if (kind[s] == STAGE_NONE) {
+            free(kind);
+            free(to);
+            return ipu_error(IPU_ERR_INVALID_MODEL, "inconsistent annotations: stage %d has no node "
+                             "(stages must be numbered 0..%d without gaps)", s, n - 1);
+        }
+    for (int i = 0; i < it->n; i++)
+        pt->node_stage[it->item_node[i]] = to[pt->node_stage[it->item_node[i]]];
+    pt->n_stages = S;
+    pt->annotated_stages = n;
+    free(kind);
+    free(to);
+    return IPU_OK;
 }
 
 /* Manual placement; returns 1 if the model is annotated, 0 if not, <0 on error */
 static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partition_t *pt, int *annotated)
 {
     int have = 0, missing = 0;
-    int64_t maxs = -1, val;
+    int64_t val;
     char names[600];
     size_t off = 0;
     names[0] = '\0';
@@ -239,7 +296,6 @@ static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partitio
                 return ipu_error(IPU_ERR_INVALID_MODEL, "node '%s' (%s): pipeline stage %lld is out of "
                                  "range", n->name, n->op_type, (long long)val);
             pt->node_stage[it->item_node[i]] = (int)val;
-            maxs = val > maxs ? val : maxs;
         } else if (missing++ < 8 && off < sizeof(names)) {
             off += (size_t)snprintf(names + off, sizeof(names) - off, "%s'%s' (%s)",
                                     missing > 1 ? ", " : "", n->name, n->op_type);
@@ -266,18 +322,7 @@ static ipu_status_t manual(const ipu_graph_t *g, const items_t *it, ipu_partitio
                                  g->values[v].name, pn->name, pt->node_stage[it->item_node[pi]]);
         }
     }
-    pt->n_stages = (int)maxs + 1;
-    int *used = calloc((size_t)pt->n_stages, sizeof(int));
-    for (int i = 0; used && i < it->n; i++)
-        used[pt->node_stage[it->item_node[i]]] = 1;
-    for (int s = 0; used && s < pt->n_stages; s++)
-        if (!used[s]) {
-            free(used);
-            return ipu_error(IPU_ERR_INVALID_MODEL, "inconsistent annotations: stage %d has no node "
-                             "(stages must be numbered 0..%d without gaps)", s, pt->n_stages - 1);
-        }
-    free(used);
-    return IPU_OK;
+    return renumber(g, it, pt);
 }
 
 /* No split fits: find the smallest capacity that one would, by bisection
@@ -342,10 +387,41 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
                      p->stages, p->stages > 1 ? "s" : "", worst, msg, (hi + 1023) / 1024);
 }
 
+/* More stages than nodes to run (n): the error, with a stage count that
+ * works. A model whose every node folds at load runs as one empty stage
+ * (its outputs are constants), on one rank or as replicas. */
+static ipu_status_t too_many_stages(int n, const ipu_partition_params_t *p)
+{
+    int R = p->mpi_replicas, K = p->ipus_per_rank;
+    if (n == 0 && R > 0)
+        return ipu_error(IPU_ERR_INVALID_ARG, "cannot split the model into %d stages: constant folding "
+                         "computed every node at load, so nothing is left to pipeline; run it on one "
+                         "rank, or one stage per replica (mpirun -np %d ... --replicas %d --ipus-per-rank 1)",
+                         p->stages, p->stages / K * R, p->stages / K * R);
+    if (n == 0)
+        return ipu_error(IPU_ERR_INVALID_ARG, "cannot split the model into %d stages: constant folding "
+                         "computed every node at load; use --stages 1", p->stages);
+    if (R == 0)
+        return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages; use at most %d",
+                         n, n == 1 ? "" : "s", p->stages, n);
+    char advice[96]; /* under mpirun: the user never gave a stage count */
+    if (n / K * R > 0)
+        snprintf(advice, sizeof(advice), "run with mpirun -np %d or fewer", n / K * R);
+    else
+        snprintf(advice, sizeof(advice), "use a smaller --ipus-per-rank (at most %d)", n);
+    return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages: under mpirun the stage "
+                     "count is the ranks per replica (-np %d / %d replica%s) x --ipus-per-rank %d; %s",
+                     n, n == 1 ? "" : "s", p->stages, p->stages / K * R, R, R > 1 ? "s" : "", K, advice);
+}
+
 static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_partition_params_t *p,
                               ipu_partition_t *pt)
 {
     int n = it->n;
+    if (n == 0 && p->stages == 1) { /* every node folded: one stage with none */
+        pt->n_stages = 1;
+        return IPU_OK;
+    }
     ipu_status_t st = IPU_OK;
     double *ms = calloc((size_t)n + 1, sizeof(double)), *cut = calloc((size_t)n + 2, sizeof(double));
     size_t *live = calloc((size_t)n + 1, sizeof(size_t)), *cbytes = calloc((size_t)g->n_values + (size_t)n + 1, sizeof(size_t));
@@ -422,21 +498,8 @@ static ipu_status_t automatic(const ipu_graph_t *g, items_t *it, const ipu_parti
                                 .scratch_bytes = scratch, .need = range_need, .need_arg = it,
                                 .act_start = astart, .act_ids = aids, .act_bytes = abytes,
                                 .n_acts = g->n_values};
-    if (p->stages > n && p->mpi_replicas > 0) { /* the user never gave a stage count */
-        int R = p->mpi_replicas, K = p->ipus_per_rank, np = n / K * R;
-        char advice[96];
-        if (np > 0)
-            snprintf(advice, sizeof(advice), "run with mpirun -np %d or fewer", np);
-        else
-            snprintf(advice, sizeof(advice), "use a smaller --ipus-per-rank (at most %d)", n);
-        st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages: under mpirun the stage "
-                       "count is the ranks per replica (-np %d / %d replica%s) x --ipus-per-rank %d; %s",
-                       n, n == 1 ? "" : "s", p->stages, p->stages / K * R, R, R > 1 ? "s" : "", K, advice);
-        goto out;
-    }
     if (p->stages > n) {
-        st = ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages; use at most %d",
-                       n, n == 1 ? "" : "s", p->stages, n);
+        st = too_many_stages(n, p);
         goto out;
     }
     st = ipu_split_solve(&prob, &sp);
@@ -506,6 +569,16 @@ void ipu_partition_free(ipu_partition_t *pt)
     memset(pt, 0, sizeof(*pt));
 }
 
+const char *ipu_partition_stages_str(const ipu_partition_t *pt, char *buf, size_t len)
+{
+    int e = pt->annotated_stages - pt->n_stages;
+    int n = snprintf(buf, len, "%d stage%s", pt->n_stages, pt->n_stages == 1 ? "" : "s");
+    if (e > 0 && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " (%d annotated; constant folding left %d of them without a "
+                 "node to run)", pt->annotated_stages, e);
+    return buf;
+}
+
 void ipu_partition_print(const ipu_partition_t *pt, FILE *f)
 {
     fprintf(f, "%5s %4s %3s %6s %9s %10s %7s %11s %8s %12s %12s %8s\n", "stage", "rank", "ipu",
@@ -518,7 +591,8 @@ void ipu_partition_print(const ipu_partition_t *pt, FILE *f)
                 si->scratch_bytes / 1048576.0, si->need_bytes / 1048576.0, si->in_bytes, si->out_bytes,
                 si->est_ms);
     }
-    fprintf(f, "%s partition: %d stage%s, slowest stage %.3f ms, imbalance %.3f (slowest / mean)\n",
-            pt->manual ? "manual" : "auto", pt->n_stages, pt->n_stages > 1 ? "s" : "",
+    char stages[128];
+    fprintf(f, "%s partition: %s, slowest stage %.3f ms, imbalance %.3f (slowest / mean)\n",
+            pt->manual ? "manual" : "auto", ipu_partition_stages_str(pt, stages, sizeof(stages)),
             pt->bottleneck_ms, pt->imbalance);
 }

@@ -50,6 +50,10 @@ typedef struct ipu_stage_info {
 typedef struct ipu_partition {
     int n_stages;
     int manual;             /* 1 if taken from the model's annotations */
+    int annotated_stages;   /* manual: the stages annotated (0..max over every
+                               node), more than n_stages where only nodes
+                               folded at load were on a stage: it is dropped
+                               and the later ones are numbered down */
     int *node_stage;        /* per node index: its stage, -1 for folded nodes */
     ipu_stage_info_t *stages;
     double bottleneck_ms, imbalance; /* slowest stage, slowest / mean */
@@ -62,9 +66,13 @@ typedef struct ipu_partition {
 ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params_t *p,
                                 ipu_partition_t *out);
 void ipu_partition_free(ipu_partition_t *pt);
-/* The stages g's annotations describe (the largest stage from 0 to 4096,
- * plus 1), over every node; 0 if none is annotated. */
-int ipu_partition_annotated_stages(const ipu_graph_t *g);
+/* The stages g's annotations give to run: the largest stage from 0 to
+ * 4096, plus 1, over every node, less those on which only nodes folded at
+ * load are (their count in *emptied unless NULL); 0 if none is annotated. */
+int ipu_partition_annotated_stages(const ipu_graph_t *g, int *emptied);
+/* "S stages", and when constant folding emptied annotated stages, how many
+ * were annotated; into buf, returned. */
+const char *ipu_partition_stages_str(const ipu_partition_t *pt, char *buf, size_t len);
 /* The table `ipu-exec plan` prints: one row per stage, then the imbalance. */
 void ipu_partition_print(const ipu_partition_t *pt, FILE *f);
 

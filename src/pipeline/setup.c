@@ -254,16 +254,19 @@ ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ip
     if (st == IPU_OK)
         st = ipu_partition_make(g, &part, plan);
     free(node_ms);
+    char stages[128];
+    if (st == IPU_OK)
+        ipu_partition_stages_str(plan, stages, sizeof(stages));
     if (st == IPU_OK && plan->n_stages != pp->S && plan->n_stages % pp->K != 0)
-        st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages, not a "
+        st = ipu_error(IPU_ERR_INVALID_ARG, "the model's annotations give %s, not a "
                        "multiple of --ipus-per-rank %d (a rank runs one stage on each of its IPUs); "
                        "run with --ipus-per-rank 1 -np %d, or re-plan it with ipu-exec plan --stages %d "
-                       "--ipus-per-rank %d", plan->n_stages, pp->K, plan->n_stages * pp->R,
+                       "--ipus-per-rank %d", stages, pp->K, plan->n_stages * pp->R,
                        (plan->n_stages + pp->K - 1) / pp->K * pp->K, pp->K);
     else if (st == IPU_OK && plan->n_stages != pp->S)
-        st = ipu_error(IPU_ERR_INVALID_ARG, "the model is annotated with %d pipeline stages but %d "
+        st = ipu_error(IPU_ERR_INVALID_ARG, "the model's annotations give %s but %d "
                        "ranks x %d IPU%s per rank / %d replica%s give %d; run with -np %d (or change "
-                       "--ipus-per-rank / --replicas)", plan->n_stages, pp->world, pp->K, pp->K > 1 ? "s" : "",
+                       "--ipus-per-rank / --replicas)", stages, pp->world, pp->K, pp->K > 1 ? "s" : "",
                        pp->R, pp->R > 1 ? "s" : "", pp->S, plan->n_stages / pp->K * pp->R);
     return st;
 }

@@ -7,7 +7,7 @@
 # divide are errors naming the problem, before any work; a model that does
 # not fit says what to change; the annotated model on one rank runs whole
 # with a note; --micro-batch on gpt2_tiny's fixed batch is an error said
-# once.
+# once. Stages that constant folding empties are dropped, not a gap.
 # Near the memory boundary (ResNet-18, 3 stages, conv scratch), a plan that
 # fits passes the devices' setup check and one that does not is refused up
 # front, naming the stage and what it needs.
@@ -57,7 +57,7 @@ run_mpi 3 "$W/measured.onnx" --batches 4 --output-dir "$W/meas"; rc=$?
 expect 0 "manual partition: 3 stages" "the measured plan's model runs on 3 ranks"
 diff -r "$W/one" "$W/meas" >/dev/null && ok "measured plan's run equals one rank" || fail "measured plan's run differs"
 run_mpi 2 "$W/annotated.onnx" --batches 2; rc=$?
-expect 2 "annotated with 3 pipeline stages but 2 ranks" "stage count vs ranks is an error"
+expect 2 "annotations give 3 stages but 2 ranks" "stage count vs ranks is an error"
 victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/partial.onnx" partial)
 run_mpi 3 "$W/partial.onnx" --batches 2; rc=$?
 expect 2 "partly annotated.*'$victim'" "partial annotation names the node"
@@ -69,6 +69,30 @@ expect 2 "node '$victim' .*attribute __pipeline_stage has type FLOAT; it must be
 victim=$("$PYTHON_REF" "$top_srcdir/tests/mpi/annotate.py" "$W/annotated.onnx" "$W/back.onnx" backwards)
 OUT=$("$EXE" plan "$W/back.onnx" 2>&1); rc=$?
 expect 2 "inconsistent annotations" "a backwards flow is an error"
+# stages that constant folding empties (docs/partition.md): annotated 0..2,
+# stage 1 only a folded Shape, the model runs as 2 stages, said in the plan
+# line, with the single-rank outputs; -np 3 and the single-rank note name
+# -np 2; a real gap is still an error; a model whose every node folds runs
+# as replicas of one empty stage, and a pipeline of it says what to run.
+"$PYTHON_REF" "$top_srcdir/tests/mpi/stage_models.py" "$W"
+"$EXE" "$W/folded_stage.onnx" --batches 3 --output-dir "$W/fs1" >/dev/null 2>&1
+run_mpi 2 "$W/folded_stage.onnx" --batches 3 --output-dir "$W/fs2"; rc=$?
+expect 0 "manual partition: 2 stages (3 annotated; constant folding left 1 of them without a node to run)" \
+    "a stage emptied by folding is dropped and the others run"
+diff -r "$W/fs1" "$W/fs2" >/dev/null && ok "its outputs equal one rank's" || fail "folded-stage run differs"
+run_mpi 3 "$W/folded_stage.onnx" --batches 2; rc=$?
+expect 2 "annotations give 2 stages (3 annotated.*run with -np 2 " "-np 3 on it names -np 2"
+OUT=$("$EXE" "$W/folded_stage.onnx" 2>&1 >/dev/null); rc=$?
+expect 0 "its 3-stage pipeline annotations .*so 2 run.*mpirun -np 2 " "the single-rank note names -np 2"
+OUT=$("$EXE" plan "$W/gap.onnx" 2>&1); rc=$?
+expect 2 "stage 1 has no node" "a gap in the annotations is an error"
+"$EXE" "$W/all_folded.onnx" --batches 3 --output-dir "$W/af1" >/dev/null 2>&1
+run_mpi 2 "$W/all_folded.onnx" --replicas 2 --batches 3 --output-dir "$W/af2"; rc=$?
+expect 0 "auto partition: 1 stage," "a model whose every node folds runs as replicas"
+diff -r "$W/af1" "$W/af2" >/dev/null && ok "its replicas' outputs equal one rank's" || fail "replicas differ"
+run_mpi 2 "$W/all_folded.onnx" --batches 2; rc=$?
+expect 2 "constant folding computed every node.*-np 2 .*--replicas 2 --ipus-per-rank 1" \
+    "a pipeline of it says what to run"
 run_mpi 3 "$M" --batches 4 --replicas 2; rc=$?
 expect 2 "3 ranks do not divide into 2 replicas" "rank count not divisible"
 [ "$(echo "$OUT" | grep -c 'ipu-exec')" -eq 1 ] && ok "said once, not per rank" || fail "error repeated: $OUT"
