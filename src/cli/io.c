@@ -40,22 +40,37 @@ static int64_t int_bound(const ipu_graph_t *g, int v)
     return 10;
 }
 
+ipu_status_t cli_synth_check(const ipu_graph_t *g)
+{
+    for (int k = 0; k < g->n_inputs; k++) {
+        const ipu_value_t *v = &g->values[g->inputs[k]];
+        if (v->rank < 0)
+            return ipu_error(IPU_ERR_INPUT, "input %d '%s': the model does not declare its shape, so "
+                             "no synthetic data can be made for it; give its data with --inputs DIR "
+                             "(input_%d.pb, input_%d.npy, %s.pb or %s.npy there)", k, v->name, k, k,
+                             v->name, v->name);
+    }
+    return IPU_OK;
+}
+
 ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins)
 {
     uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
+    ipu_status_t st = cli_synth_check(g);
+    if (st != IPU_OK)
+        return st;
     for (int k = 0; k < g->n_inputs; k++) {
         const ipu_value_t *v = &g->values[g->inputs[k]];
         ipu_tensor_t *t = &ins[k];
         memset(t, 0, sizeof(*t));
         t->dtype = v->dtype;
-        t->rank = v->rank < 0 ? 0 : v->rank;
+        t->rank = v->rank;
         for (int d = 0; d < t->rank; d++)
             t->dims[d] = v->dims[d] >= 0 ? v->dims[d] : d == 0 ? batch : 1;
         if (ipu_dtype_size(t->dtype) == 0)
             return ipu_error(IPU_ERR_UNSUPPORTED, "input '%s': cannot make synthetic data of "
                              "dtype %s", v->name, ipu_dtype_name(t->dtype));
-        ipu_status_t st = ipu_tensor_alloc(t);
-        if (st != IPU_OK)
+        if ((st = ipu_tensor_alloc(t)) != IPU_OK)
             return st;
         int64_t n = ipu_tensor_numel(t), bound = int_bound(g, g->inputs[k]);
         for (int64_t i = 0; i < n; i++) {

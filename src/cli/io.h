@@ -41,6 +41,11 @@ ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int 
 void cli_data_free(cli_data_t *d);
 /* Read the inputs of micro-batch mb into ins[0..n_inputs) (data malloc'd). */
 ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins);
+/* Check the inputs ins of micro-batch mb (as cli_data_inputs read them)
+ * against the model's declared inputs (ipu_value_accepts; call it before
+ * the graph's input shapes are set): IPU_ERR_INPUT naming the file, its
+ * dtype and shape and the model's. */
+ipu_status_t cli_data_check(const ipu_graph_t *g, const cli_data_t *d, int mb, const ipu_tensor_t *ins);
 /* Read the reference of output k of micro-batch mb (data malloc'd); its path. */
 ipu_status_t cli_data_ref(const cli_data_t *d, int mb, int k, ipu_tensor_t *ref);
 const char *cli_data_ref_path(const cli_data_t *d, int mb, int k);
@@ -55,6 +60,9 @@ ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t
  * floats ~ U(-1, 1); integer inputs used as Gather indices are drawn within
  * the gathered dimension, other integers in [0, 10). */
 ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ipu_tensor_t *ins);
+/* Whether synthetic inputs can be made: IPU_ERR_INPUT naming the first
+ * input whose rank the model leaves unknown (its data must be given). */
+ipu_status_t cli_synth_check(const ipu_graph_t *g);
 
 /* Compare output k of micro-batch mb with ref (read from ref_path) as
  * numpy.allclose(rtol, atol). Prints one line to out when verbose or on a

@@ -70,25 +70,31 @@ static void free_inputs(data_t *d)
     }
 }
 
-/* Every micro-batch's inputs have the dtypes and shapes of the first: a
- * set of files that differs is named. */
+/* Micro-batch 0's inputs fit the model's declared inputs (the graph's
+ * shapes are still the declared ones then), and every later micro-batch's
+ * have the dtypes and shapes of micro-batch 0's: a file that differs is
+ * named. */
 static ipu_status_t same_shapes(data_t *d, int mb)
 {
     char a[128], b[128];
+    if (!d->have_first) {
+        ipu_status_t st = cli_data_check(d->g, &d->files, mb, d->ins);
+        for (int k = 0; k < d->g->n_inputs && st == IPU_OK; k++)
+            d->first[k] = (ipu_tensor_t){.dtype = d->ins[k].dtype, .rank = d->ins[k].rank};
+        for (int k = 0; k < d->g->n_inputs && st == IPU_OK; k++)
+            memcpy(d->first[k].dims, d->ins[k].dims, sizeof(d->ins[k].dims));
+        d->have_first = st == IPU_OK;
+        return st;
+    }
     for (int k = 0; k < d->g->n_inputs; k++) {
         const ipu_tensor_t *t = &d->ins[k], *f = &d->first[k];
-        if (!d->have_first)
-            d->first[k] = (ipu_tensor_t){.dtype = t->dtype, .rank = t->rank};
-        if (!d->have_first)
-            memcpy(d->first[k].dims, t->dims, sizeof(t->dims));
-        else if (t->dtype != f->dtype || !ipu_shape_equal(t->rank, t->dims, f->rank, f->dims))
+        if (t->dtype != f->dtype || !ipu_shape_equal(t->rank, t->dims, f->rank, f->dims))
             return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but micro-batch 0's is %s; every "
                              "micro-batch's inputs must have the same shapes and dtypes",
                              d->files.in[(mb % d->files.n_sets) * d->files.n_in + k], k,
                              d->g->values[d->g->inputs[k]].name, ipu_tensor_describe(t, a, sizeof(a)),
                              ipu_tensor_describe(f, b, sizeof(b)));
     }
-    d->have_first = 1;
     return IPU_OK;
 }
 
@@ -108,17 +114,18 @@ static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t 
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; k < g->n_outputs; k++)
         d->ref_set[k] = -1;
-    if (!o->inputs)
-        return IPU_OK;
+    if (!o->inputs) /* synthetic inputs: every input needs a shape */
+        return cli_synth_check(g);
     ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->batches, o->check, warn, &d->files);
-    /* sets of other shapes are found before any work (by rank 0: the
-     * start-up agreement says it) */
-    for (int s = 0; st == IPU_OK && warn && d->files.n_sets > 1 && s < d->files.n_sets; s++) {
+    /* files that do not fit the model, or sets of other shapes, are found
+     * before any work (by rank 0: the start-up agreement says it); the
+     * last set read is kept for its micro-batches */
+    for (int s = 0; st == IPU_OK && warn && s < d->files.n_sets; s++) {
         free_inputs(d);
-        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK)
-            st = same_shapes(d, s);
+        d->ins_set = -1;
+        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK && (st = same_shapes(d, s)) == IPU_OK)
+            d->ins_set = s;
     }
-    free_inputs(d);
     return st;
 }
 
@@ -230,18 +237,12 @@ static ipu_status_t check_micro_batch(const cli_opts_t *o, const ipu_graph_t *g)
         return IPU_OK;
     for (int k = 0; k < g->n_inputs; k++) {
         const ipu_value_t *v = &g->values[g->inputs[k]];
-        if (v->rank > 0 && v->dims[0] < 0)
-            return IPU_OK; /* a symbolic batch dimension: M sets it */
+        if (v->rank < 0 || (v->rank > 0 && v->dims[0] < 0))
+            return IPU_OK; /* a symbolic batch dimension: M sets it (no shape: cli_synth_check) */
     }
     const ipu_value_t *v = &g->values[g->inputs[0]];
     char shape[256];
-    size_t off = (size_t)snprintf(shape, sizeof(shape), "%s[", ipu_dtype_name(v->dtype));
-    for (int d = 0; d < v->rank && off < sizeof(shape); d++)
-        off += (size_t)(v->dims[d] >= 0 ? snprintf(shape + off, sizeof(shape) - off, d ? ",%lld" : "%lld",
-                                                   (long long)v->dims[d])
-                                        : snprintf(shape + off, sizeof(shape) - off, d ? ",?" : "?"));
-    if (off < sizeof(shape))
-        snprintf(shape + off, sizeof(shape) - off, "]");
+    ipu_value_describe(v, shape, sizeof(shape));
     if (v->rank <= 0)
         return ipu_error(IPU_ERR_INVALID_ARG, "--micro-batch %d: %s: input '%s' is a scalar, the model "
                          "has no batch dimension; leave out --micro-batch", o->micro_batch, o->model,

@@ -300,6 +300,23 @@ ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, 
     return st;
 }
 
+ipu_status_t cli_data_check(const ipu_graph_t *g, const cli_data_t *d, int mb, const ipu_tensor_t *ins)
+{
+    char got[256], want[256];
+    for (int k = 0; k < g->n_inputs; k++) {
+        const ipu_value_t *v = &g->values[g->inputs[k]];
+        if (ipu_value_accepts(v, &ins[k]))
+            continue;
+        int dtype = v->dtype != IPU_DTYPE_UNDEFINED && ins[k].dtype != v->dtype;
+        return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but the model's input is %s: the file's %s "
+                         "differs from the model's; %s%s", d->in[(mb % d->n_sets) * d->n_in + k], k, v->name,
+                         ipu_tensor_describe(&ins[k], got, sizeof(got)), ipu_value_describe(v, want, sizeof(want)),
+                         dtype ? "dtype" : "shape", dtype ? "write the file as " : "give a tensor of that shape",
+                         dtype ? ipu_dtype_name(v->dtype) : "");
+    }
+    return IPU_OK;
+}
+
 ipu_status_t cli_data_ref(const cli_data_t *d, int mb, int k, ipu_tensor_t *ref)
 {
     ipu_status_t st = cli_read_tensor(cli_data_ref_path(d, mb, k), ref, NULL);
@@ -317,8 +334,8 @@ ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t
 {
     cli_data_t d;
     ipu_status_t st = cli_data_open(g, dir, 0, 1, 0, 1, &d);
-    if (st == IPU_OK)
-        st = cli_data_inputs(g, &d, 0, ins);
+    if (st == IPU_OK && (st = cli_data_inputs(g, &d, 0, ins)) == IPU_OK)
+        st = cli_data_check(g, &d, 0, ins);
     cli_data_free(&d);
     return st;
 }

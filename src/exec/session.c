@@ -60,21 +60,10 @@ void ipu_session_close(ipu_session_t *s)
 static ipu_status_t check_input(const ipu_value_t *v, const ipu_tensor_t *t)
 {
     char want[256], got[256];
-    int ok = t->dtype == v->dtype && t->rank == v->rank;
-    for (int d = 0; ok && d < v->rank; d++)
-        ok = v->dims[d] < 0 || v->dims[d] == t->dims[d];
-    if (ok)
+    if (ipu_value_accepts(v, t))
         return IPU_OK;
-    size_t off = (size_t)snprintf(want, sizeof(want), "%s[", ipu_dtype_name(v->dtype));
-    for (int d = 0; d < v->rank && off < sizeof(want); d++)
-        off += v->dims[d] >= 0
-                   ? (size_t)snprintf(want + off, sizeof(want) - off, d ? ",%lld" : "%lld", (long long)v->dims[d])
-                   : (size_t)snprintf(want + off, sizeof(want) - off, d ? ",%s" : "%s",
-                                      v->dim_param[d] ? v->dim_param[d] : "?");
-    if (off < sizeof(want))
-        snprintf(want + off, sizeof(want) - off, "]");
     return ipu_error(IPU_ERR_INPUT, "input '%s': the model expects %s, got %s; give a tensor of "
-                     "the model's dtype and shape", v->name, want,
+                     "the model's dtype and shape", v->name, ipu_value_describe(v, want, sizeof(want)),
                      ipu_tensor_describe(t, got, sizeof(got)));
 }
 

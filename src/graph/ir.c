@@ -142,6 +142,32 @@ void ipu_value_set_shape(ipu_value_t *v, ipu_dtype_t dt, int rank, const int64_t
         v->dims[i] = dims[i];
 }
 
+int ipu_value_accepts(const ipu_value_t *v, const ipu_tensor_t *t)
+{
+    if (v->dtype != IPU_DTYPE_UNDEFINED && t->dtype != v->dtype)
+        return 0;
+    if (v->rank < 0)
+        return 1;
+    if (t->rank != v->rank)
+        return 0;
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] >= 0 && v->dims[d] != t->dims[d])
+            return 0;
+    return 1;
+}
+
+char *ipu_value_describe(const ipu_value_t *v, char *buf, size_t len)
+{
+    size_t off = (size_t)snprintf(buf, len, "%s[%s", ipu_dtype_name(v->dtype), v->rank < 0 ? "any shape" : "");
+    for (int d = 0; d < v->rank && off < len; d++)
+        off += v->dims[d] >= 0 ? (size_t)snprintf(buf + off, len - off, d ? ",%lld" : "%lld", (long long)v->dims[d])
+                               : (size_t)snprintf(buf + off, len - off, d ? ",%s" : "%s",
+                                                  v->dim_param[d] ? v->dim_param[d] : "?");
+    if (off < len)
+        snprintf(buf + off, len - off, "]");
+    return buf;
+}
+
 ipu_status_t ipu_value_set_const(ipu_value_t *v, ipu_dtype_t dt, int rank,
                                  const int64_t *dims, const void *data)
 {

@@ -126,6 +126,14 @@ int ipu_graph_find_value(const ipu_graph_t *g, const char *name);
 int ipu_graph_value(ipu_graph_t *g, const char *name);
 /* Set a value's dtype and shape. */
 void ipu_value_set_shape(ipu_value_t *v, ipu_dtype_t dt, int rank, const int64_t *dims);
+/* Whether tensor t may feed graph input v as the model declares it: the same
+ * dtype (any when v's is undefined) and, when v's rank is known (>= 0), the
+ * same rank with every fixed dimension equal (symbolic ones take t's). */
+int ipu_value_accepts(const ipu_value_t *v, const ipu_tensor_t *t);
+/* v's declared dtype and shape for messages, as "float[1,N,?]" (a symbolic
+ * dimension by its name, else ?), or "float[any shape]" when its rank is
+ * unknown; returns buf. */
+char *ipu_value_describe(const ipu_value_t *v, char *buf, size_t len);
 /* Make value v a constant holding a copy of data (dtype, rank, dims given). */
 ipu_status_t ipu_value_set_const(ipu_value_t *v, ipu_dtype_t dt, int rank,
                                  const int64_t *dims, const void *data);

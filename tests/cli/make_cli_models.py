@@ -23,6 +23,10 @@ OUT/dtypes/model.onnx         inputs of every .npy dtype, [2,3], each Cast to fl
 OUT/two_in/model.onnx         a[2,3] + b[3] -> (sum, Shape(sum)) two outputs, int64 second
 OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[1,4]
                               (no test_data_set_0: --check has no default inputs)
+OUT/fixed/wrong_{batch,rank,dtype}/  input_0.pb of float[2,8], float[8], double[1,8]:
+                              each an error, on any number of ranks
+OUT/noshape/model.onnx        x (float, no shape: rank unknown) -> Relu -> Neg -> y;
+                              test_data_set_0 of x[2,3] (numpy), rank3/ of x[2,1,3]
 OUT/fp16/model.onnx           the mlp in float16 (input, weights, output): its 4
                               nodes read float16 tensors
 OUT/infs/model.onnx           Relu(x[4]) -> y, x = [1, 2, inf, 5]; inf_ok/: y's
@@ -211,8 +215,31 @@ def infs():
         save(y, f"{d}/{sub}/output_0.pb", "y")
 
 
+def bad_inputs():
+    d = os.path.join(out, "fixed")
+    save(rng.standard_normal((2, 8)).astype(np.float32), f"{d}/wrong_batch/input_0.pb", "x")
+    save(rng.standard_normal(8).astype(np.float32), f"{d}/wrong_rank/input_0.pb", "x")
+    save(rng.standard_normal((1, 8)), f"{d}/wrong_dtype/input_0.pb", "x")
+
+
+def noshape():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    g = helper.make_graph(nodes, "noshape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    d = os.path.join(out, "noshape")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for sub, shape in (("test_data_set_0", (2, 3)), ("rank3", (2, 1, 3))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        save(x, f"{d}/{sub}/input_0.pb", "x")
+        save(-np.maximum(x, 0), f"{d}/{sub}/output_0.pb", "y")
+
+
 mlp()
 infs()
 two_in()
 dtypes()
 held()
+bad_inputs()
+noshape()

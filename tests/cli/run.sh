@@ -136,10 +136,18 @@ expect 0 "replay of the .npy record" "^check: 2 outputs of 2 micro-batches ok" -
 expect 0 "profile" "profile: MatMul" -- "$EXE" "$M/model.onnx" --profile --batches 2
 grep -q "^profile: node  *op  *ms/run  *share" "$W/out" && grep -Eq "^profile: [^ ]+ +MatMul +[0-9.]+ +[0-9.]+%" "$W/out" &&
     ok "profile lists the nodes" || fail "profile without nodes: $(cat "$W/out")"
-expect 2 "wrong input dtype" "expects float\[N,8\], got double\[3,8\]" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_dtype"
+expect 2 "wrong input dtype: the file's" "^ipu-exec: $M/wrong_dtype/input_0.pb: input 0 'x' is double\[3,8\] but the model's input is float\[N,8\]: the file's dtype differs from the model's; write the file as float\$" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_dtype"
 one_line "wrong input dtype"
-expect 2 "wrong input shape" "got float\[3,9\]" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_shape"
+expect 2 "wrong input shape" "^ipu-exec: $M/wrong_shape/input_0.pb: input 0 'x' is float\[3,9\] but the model's input is float\[N,8\]: the file's shape differs from the model's; give a tensor of that shape\$" -- "$EXE" "$M/model.onnx" --inputs "$M/wrong_shape"
 one_line "wrong input shape"
+# an input of unknown rank (no shape in the model) takes the data's shape;
+# synthetic data cannot be made for it
+NS=$W/noshape
+expect 0 "an input without a shape takes float[2,3]" "^check: 1 output of 1 micro-batch ok" -- "$EXE" "$NS/model.onnx" --check
+expect 0 "an input without a shape takes float[2,1,3]" "^check: 1 output of 1 micro-batch ok" -- "$EXE" "$NS/model.onnx" --inputs "$NS/rank3" --check
+NS_SYNTH="^ipu-exec: input 0 'x': the model does not declare its shape, so no synthetic data can be made for it; give its data with --inputs DIR (input_0.pb, input_0.npy, x.pb or x.npy there)\$"
+expect 2 "synthetic data for an input without a shape" "$NS_SYNTH" -- "$EXE" "$NS/model.onnx"
+one_line "synthetic data for an input without a shape"
 expect 2 "missing input file" "input_0.pb" -- "$EXE" "$M/model.onnx" --inputs "$W"
 expect 2 "too little IPU memory" "raise --ipu-memory" -- "$EXE" "$M/model.onnx" --ipu-memory 256
 one_line "too little IPU memory"
@@ -258,6 +266,24 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     mpi() { timeout 120 "${MPIRUN:-mpirun}" "$@"; }
     expect 0 "mpirun -np 1" "output 0 'y' float\[3,4\]: ok" -- mpi -np 1 "$EXE" "$M/model.onnx" --inputs "$M/test_data_set_0" --check
+    # input files that contradict the model's fixed dtype, rank or dims: the
+    # same line on every rank count, before any work, nothing written
+    for ranks in "1|" "2|" "2|--replicas 2" "3|"; do
+        np=${ranks%%|*} extra=${ranks#*|}; ranks="-np $np${extra:+ $extra}"
+        for bad in "wrong_batch|float\[2,8\]|shape|give a tensor of that shape" "wrong_rank|float\[8\]|shape|give a tensor of that shape" \
+                   "wrong_dtype|double\[1,8\]|dtype|write the file as float"; do
+            dir=${bad%%|*} rest=${bad#*|}; got=${rest%%|*} rest=${rest#*|}; what=${rest%%|*} todo=${rest#*|}
+            rm -rf "$W/bad_out"
+            # shellcheck disable=SC2086
+            expect 2 "mpirun $ranks: $dir" "^ipu-exec: $F/$dir/input_0.pb: input 0 'x' is $got but the model's input is float\[1,8\]: the file's $what differs from the model's; $todo\$" -- mpi -np "$np" "$EXE" "$F/model.onnx" --inputs "$F/$dir" --output-dir "$W/bad_out" $extra
+            [ "$(grep -c "ipu-exec" "$W/err")" -eq 1 ] && ! grep -q "^pipeline:\|latency" "$W/out" && [ ! -e "$W/bad_out/output_0.pb" ] &&
+                ok "mpirun $ranks: $dir said once, nothing ran" || fail "mpirun $ranks: $dir: $(cat "$W/out" "$W/err")"
+        done
+    done
+    expect 0 "mpirun -np 2: an input without a shape" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$NS/model.onnx" --check
+    expect 0 "mpirun -np 2: an input without a shape, rank 3" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$NS/model.onnx" --inputs "$NS/rank3" --check
+    expect 2 "mpirun -np 2: synthetic data for an input without a shape" "$NS_SYNTH" -- mpi -np 2 "$EXE" "$NS/model.onnx"
+    [ "$(grep -c "ipu-exec" "$W/err")" -eq 1 ] && ok "said once" || fail "said more than once: $(cat "$W/err")"
     # 2 stages: the rank of the Conv that alone reads Wa frees it, the other none
     expect 0 "a held weight freed by its stage's rank" "check: 2 outputs of 1 micro-batch ok" -- \
         env IPU_EXEC_LOG_LEVEL=info "${MPIRUN:-mpirun}" -np 2 "$EXE" "$H/model.onnx" --inputs "$H/test_data_set_0" --check
