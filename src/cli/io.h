@@ -13,18 +13,24 @@
 typedef enum { CLI_FORMAT_PB, CLI_FORMAT_NPY } cli_format_t;
 
 /* The test data of a run (cli/testdata.c): the file of each input and
- * reference output of each set. A directory holds tensor k as KIND_k.pb
- * (onnx.TensorProto), KIND_k.npy, NAME.pb or NAME.npy (KIND: input or
- * output; NAME: the graph input's or output's name); when several exist the
- * first of that order is used and a warning names them all. Micro-batch m
- * reads set m % n_sets. */
+ * reference output of each set. Input positions: the model's inputs
+ * without a default, then those with one (graph inputs that have an
+ * initializer, g->defaults), each in graph.input order. A directory holds
+ * the tensor of position k as KIND_k.pb (onnx.TensorProto), KIND_k.npy,
+ * NAME.pb or NAME.npy (KIND: input or output; NAME: the graph input's or
+ * output's name); when several exist the first of that order is used and a
+ * warning names them all. An input with a default needs no file: without
+ * one its initializer is used. Micro-batch m reads set m % n_sets. */
 typedef struct cli_data {
     int n_sets;      /* 1 when the directory itself holds the files */
     int sets;        /* the sets are DIR/test_data_set_0 .. n_sets-1 */
-    int n_in, n_out;
-    char **in;       /* [set * n_in + k]: the file of input k */
+    int n_in, n_out; /* n_in: input positions */
+    int n_required;  /* positions [0, n_required): inputs without a default */
+    int *value;      /* [p]: the graph value of position p */
+    int *slot;       /* [p]: its index in g->inputs; -1: a default not given */
+    char **in;       /* [set * n_in + p]: the file of position p (NULL: a default not given) */
     char **ref;      /* [set * n_out + k]: the file of output k's reference (refs) */
-    int *reorder;    /* [set]: every input is input_k.pb: TensorProto names
+    int *reorder;    /* [set]: every input given is input_k.pb: TensorProto names
                       * that are the graph inputs' place them */
 } cli_data_t;
 
@@ -32,15 +38,22 @@ typedef struct cli_data {
  * default): DIR's own files when it holds a file of some input (and sets
  * is 0), else DIR/test_data_set_0, _1, ... up to the first missing one
  * or max_sets of them (> 0; sets past the micro-batches are not read).
+ * The inputs with a default that the files give become fed inputs of g
+ * (ipu_graph_feed_default; every set must give the same ones), appended to
+ * g->inputs: call it before the inputs are allocated or shapes inferred.
  * refs: also the reference outputs. warn: print the warnings (several files
  * for one tensor; a .pb/.npy file that is no input or output) and, for test
  * data sets, one "inputs:" line naming them. Errors: IPU_ERR_IO naming the
  * missing file and the names it may have. */
-ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+ipu_status_t cli_data_open(ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
                            cli_data_t *d);
 void cli_data_free(cli_data_t *d);
 /* Read the inputs of micro-batch mb into ins[0..n_inputs) (data malloc'd). */
 ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins);
+/* The position of g->inputs[k] (k where d has no files), and its file for
+ * micro-batch mb. */
+int cli_data_position(const cli_data_t *d, int k);
+const char *cli_data_file(const cli_data_t *d, int mb, int k);
 /* Check the inputs ins of micro-batch mb (as cli_data_inputs read them)
  * against the model's declared inputs (ipu_value_accepts; call it before
  * the graph's input shapes are set): IPU_ERR_INPUT naming the file, its
@@ -52,8 +65,9 @@ const char *cli_data_ref_path(const cli_data_t *d, int mb, int k);
 /* Read a .npy (by its extension) or onnx.TensorProto file; *name (malloc'd,
  * NULL for .npy) is the TensorProto's name when name is not NULL. */
 ipu_status_t cli_read_tensor(const char *path, ipu_tensor_t *t, char **name);
-/* The inputs of DIR's first set (see cli_data_open) into ins (plan). */
-ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins);
+/* The inputs of DIR's first set (see cli_data_open) into ins (plan; room
+ * for g->n_inputs + g->n_defaults), checked (cli_data_check). */
+ipu_status_t cli_read_inputs(ipu_graph_t *g, const char *dir, ipu_tensor_t *ins);
 
 /* Make seeded synthetic inputs of the declared shapes (a symbolic first
  * dimension -> batch, other symbolic dimensions -> 1):

@@ -44,7 +44,8 @@ static void plan_usage(FILE *f)
 /* Set the graph inputs' shapes from tensors and infer (no device). */
 ipu_status_t cli_infer_shapes(ipu_graph_t *g, const char *inputs_dir, int micro_batch)
 {
-    ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
+    /* room for the inputs with a default that the files give */
+    ipu_tensor_t *ins = calloc((size_t)g->n_inputs + (size_t)g->n_defaults + 1, sizeof(*ins));
     if (ins == NULL)
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     ipu_status_t st = inputs_dir ? cli_read_inputs(g, inputs_dir, ins) : cli_synth_inputs(g, 0, micro_batch, ins);

@@ -24,7 +24,7 @@ enum { PROFILE_NODES = 10 };
 
 typedef struct data {
     const cli_opts_t *o;
-    const ipu_graph_t *g;
+    ipu_graph_t *g;
     cli_data_t files;        /* --inputs / --check files (n_sets 0: none) */
     ipu_tensor_t *ins;       /* inputs of the current micro-batch (owned) */
     ipu_tensor_t *first;     /* dtypes and shapes of the first inputs made (no data) */
@@ -91,21 +91,27 @@ static ipu_status_t same_shapes(data_t *d, int mb)
         if (t->dtype != f->dtype || !ipu_shape_equal(t->rank, t->dims, f->rank, f->dims))
             return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but micro-batch 0's is %s; every "
                              "micro-batch's inputs must have the same shapes and dtypes",
-                             d->files.in[(mb % d->files.n_sets) * d->files.n_in + k], k,
+                             cli_data_file(&d->files, mb, k), cli_data_position(&d->files, k),
                              d->g->values[d->g->inputs[k]].name, ipu_tensor_describe(t, a, sizeof(a)),
                              ipu_tensor_describe(f, b, sizeof(b)));
     }
     return IPU_OK;
 }
 
-/* warn: this rank says the warnings about the files (rank 0). */
-static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t *g, int warn)
+/* warn: this rank says the warnings about the files (rank 0). The inputs
+ * with a default that --inputs gives become inputs of g (cli_data_open). */
+static ipu_status_t data_init(data_t *d, const cli_opts_t *o, ipu_graph_t *g, int warn)
 {
     memset(d, 0, sizeof(*d));
     d->o = o;
     d->g = g;
     d->ins_set = -1;
     d->ranks_per_replica = d->replicas = 1;
+    ipu_status_t st = o->inputs ? cli_data_open(g, o->inputs, o->inputs_sets, o->batches, o->check, warn,
+                                                &d->files)
+                                : cli_synth_check(g); /* synthetic inputs: every input needs a shape */
+    if (st != IPU_OK)
+        return st;
     d->ins = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
     d->first = calloc((size_t)g->n_inputs + 1, sizeof(ipu_tensor_t));
     d->refs = calloc((size_t)g->n_outputs + 1, sizeof(ipu_tensor_t));
@@ -114,19 +120,17 @@ static ipu_status_t data_init(data_t *d, const cli_opts_t *o, const ipu_graph_t 
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; k < g->n_outputs; k++)
         d->ref_set[k] = -1;
-    if (!o->inputs) /* synthetic inputs: every input needs a shape */
-        return cli_synth_check(g);
-    ipu_status_t st = cli_data_open(g, o->inputs, o->inputs_sets, o->batches, o->check, warn, &d->files);
     /* files that do not fit the model, or sets of other shapes, are found
      * before any work (by rank 0: the start-up agreement says it); the
      * last set read is kept for its micro-batches */
-    for (int s = 0; st == IPU_OK && warn && s < d->files.n_sets; s++) {
+    for (int s = 0; o->inputs && warn && s < d->files.n_sets; s++) {
         free_inputs(d);
         d->ins_set = -1;
-        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) == IPU_OK && (st = same_shapes(d, s)) == IPU_OK)
-            d->ins_set = s;
+        if ((st = cli_data_inputs(g, &d->files, s, d->ins)) != IPU_OK || (st = same_shapes(d, s)) != IPU_OK)
+            return st;
+        d->ins_set = s;
     }
-    return st;
+    return IPU_OK;
 }
 
 static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
@@ -152,7 +156,7 @@ static ipu_status_t make_inputs(void *arg, int mb, ipu_tensor_t *out)
     if (st == IPU_OK && d->o->save_inputs && d->rank == (mb % d->replicas) * d->ranks_per_replica)
         for (int k = 0; k < d->g->n_inputs && st == IPU_OK; k++)
             st = cli_write_tensor("--save-inputs", d->o->save_inputs, d->o->format, d->o->batches, mb, "input",
-                                  k, d->g->values[d->g->inputs[k]].name, &d->ins[k]);
+                                  cli_data_position(&d->files, k), d->g->values[d->g->inputs[k]].name, &d->ins[k]);
     if (st == IPU_OK)
         memcpy(out, d->ins, (size_t)d->g->n_inputs * sizeof(ipu_tensor_t));
     return st;
@@ -294,14 +298,17 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
         ipu_session_close(s);
         return st;
     }
-    ipu_tensor_t *ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
-    ipu_tensor_t *outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
+    ipu_tensor_t *ins = NULL, *outs = NULL;
+    if ((st = data_init(&d, o, g, 1)) != IPU_OK) /* g's inputs as the files give them */
+        goto out;
+    ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
+    outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
     times = calloc((size_t)o->batches, sizeof(double));
     if (!ins || !outs || !times) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         goto out;
     }
-    if ((st = data_init(&d, o, g, 1)) != IPU_OK || (st = make_inputs(&d, 0, ins)) != IPU_OK ||
+    if ((st = make_inputs(&d, 0, ins)) != IPU_OK ||
         (st = ipu_session_prepare(s, ins, g->n_inputs)) != IPU_OK)
         goto out;
     note_annotations(o->model, g); /* after prepare, which folds what the inputs' shapes make constant */

@@ -1,5 +1,6 @@
 /* The test data of a run (io.h, cli_data_t): which file holds each input
- * and reference output of each micro-batch. A directory holds a tensor as
+ * and reference output of each micro-batch; the model's inputs with a
+ * default (an initializer) that the files override become fed inputs. A directory holds a tensor as
  * KIND_N.pb (onnx.TensorProto), KIND_N.npy, NAME.pb or NAME.npy (NAME: the
  * graph input's or output's name), in that order of preference; a directory
  * of the ONNX test-data layout holds test_data_set_M/ subdirectories, one
@@ -88,7 +89,7 @@ static int indexed(const char *stem, const char *kind, int n)
 }
 
 /* Warn about the .pb / .npy files of dir that are no input or output. */
-static void warn_extra(const ipu_graph_t *g, const char *dir, int warn)
+static void warn_extra(const ipu_graph_t *g, const cli_data_t *d, const char *dir, int warn)
 {
     if (!warn || ipu_log_level_current < IPU_LOG_WARN)
         return;
@@ -101,23 +102,23 @@ static void warn_extra(const ipu_graph_t *g, const char *dir, int warn)
         if (!ext || (strcmp(ext, ".pb") != 0 && strcmp(ext, ".npy") != 0) || l >= sizeof(stem))
             continue;
         snprintf(stem, sizeof(stem), "%.*s", (int)(ext - e->d_name), e->d_name);
-        int known = indexed(stem, "input", g->n_inputs) > 0 || indexed(stem, "output", g->n_outputs) > 0;
-        for (int k = 0; k < g->n_inputs && !known; k++)
-            known = strcmp(stem, g->values[g->inputs[k]].name) == 0;
+        int known = indexed(stem, "input", d->n_in) > 0 || indexed(stem, "output", g->n_outputs) > 0;
+        for (int p = 0; p < d->n_in && !known; p++)
+            known = strcmp(stem, g->values[d->value[p]].name) == 0;
         for (int k = 0; k < g->n_outputs && !known; k++)
             known = strcmp(stem, g->values[g->outputs[k]].name) == 0;
         if (known || indexed(stem, "output", g->n_outputs) < 0)
             continue;
-        if (g->n_inputs == 0)
+        if (d->n_in == 0)
             cli_err_line(CLI_PROG ": warning: %s/%s: the model has no inputs; the file is not used", dir,
                          e->d_name);
-        else if (g->n_inputs == 1)
+        else if (d->n_in == 1)
             cli_err_line(CLI_PROG ": warning: %s/%s matches no input of the model (input_0, or by name "
-                         "'%s'); the file is not used", dir, e->d_name, g->values[g->inputs[0]].name);
+                         "'%s'); the file is not used", dir, e->d_name, g->values[d->value[0]].name);
         else
             cli_err_line(CLI_PROG ": warning: %s/%s matches no input of the model (input_0..input_%d, or "
                          "an input's name such as '%s'); the file is not used", dir, e->d_name,
-                         g->n_inputs - 1, g->values[g->inputs[0]].name);
+                         d->n_in - 1, g->values[d->value[0]].name);
     }
     if (dp)
         closedir(dp);
@@ -132,23 +133,28 @@ void cli_data_free(cli_data_t *d)
     free(d->in);
     free(d->ref);
     free(d->reorder);
+    free(d->value);
+    free(d->slot);
     memset(d, 0, sizeof(*d));
 }
 
-/* Resolve every input (and reference) of one set directory. */
+/* Resolve every input (and reference) of one set directory: a file for
+ * each input, none needed for an input with a default. */
 static ipu_status_t open_set(const ipu_graph_t *g, const char *dir, int set, int refs, int warn, cli_data_t *d)
 {
     ipu_status_t st = IPU_OK;
     int all_pb = 1;
-    for (int k = 0; k < g->n_inputs && st == IPU_OK; k++) {
-        const char *name = g->values[g->inputs[k]].name;
-        char **p = &d->in[set * d->n_in + k];
+    for (int p = 0; p < d->n_in && st == IPU_OK; p++) {
+        const char *name = g->values[d->value[p]].name;
+        char **path = &d->in[set * d->n_in + p];
         int pb;
-        if ((st = resolve(dir, "input", k, name, warn, p, &pb)) == IPU_OK && *p == NULL)
+        if ((st = resolve(dir, "input", p, name, warn, path, &pb)) == IPU_OK && *path == NULL &&
+            p < d->n_required)
             st = ipu_error(IPU_ERR_IO, "%s/input_%d.pb: no such file; --inputs needs a file per model "
-                           "input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, k, k, k,
-                           name, name, k, name);
-        all_pb &= pb;
+                           "input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, p, p, p,
+                           name, name, p, name);
+        if (*path)
+            all_pb &= pb;
     }
     d->reorder[set] = all_pb;
     for (int k = 0; refs && k < g->n_outputs && st == IPU_OK; k++) {
@@ -161,19 +167,66 @@ static ipu_status_t open_set(const ipu_graph_t *g, const char *dir, int set, int
                            k, name, name);
     }
     if (st == IPU_OK)
-        warn_extra(g, dir, warn);
+        warn_extra(g, d, dir, warn);
+    return st;
+}
+
+/* The model's input positions: its inputs without a default (g->inputs,
+ * but for defaults fed already), then those with one (g->defaults). */
+static ipu_status_t list_positions(const ipu_graph_t *g, cli_data_t *d)
+{
+    d->value = calloc((size_t)g->n_inputs + (size_t)g->n_defaults + 1, sizeof(int));
+    d->slot = calloc((size_t)g->n_inputs + (size_t)g->n_defaults + 1, sizeof(int));
+    if (!d->value || !d->slot)
+        return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < g->n_inputs; k++) {
+        int dflt = 0;
+        for (int j = 0; j < g->n_defaults && !dflt; j++)
+            dflt = g->defaults[j] == g->inputs[k];
+        if (!dflt)
+            d->value[d->n_in++] = g->inputs[k];
+    }
+    d->n_required = d->n_in;
+    for (int j = 0; j < g->n_defaults; j++)
+        d->value[d->n_in++] = g->defaults[j];
+    return IPU_OK;
+}
+
+/* The defaults the files give become fed inputs (every set gives the same
+ * ones); slot[p]: position p's index in g->inputs, -1 for a default used. */
+static ipu_status_t feed_defaults(ipu_graph_t *g, const char *dir, cli_data_t *d)
+{
+    ipu_status_t st = IPU_OK;
+    for (int p = d->n_required; p < d->n_in && st == IPU_OK; p++) {
+        int given = d->in[p] != NULL;
+        for (int s = 1; s < d->n_sets && st == IPU_OK; s++)
+            if ((d->in[s * d->n_in + p] != NULL) != given)
+                st = ipu_error(IPU_ERR_IO, "%s/test_data_set_%d: input %d '%s' (it has a default in the "
+                               "model) is given in test_data_set_%d but not in test_data_set_%d; give it in "
+                               "every set or in none", dir, given ? s : 0, p, g->values[d->value[p]].name,
+                               given ? 0 : s, given ? s : 0);
+        for (int j = 0; j < g->n_defaults && st == IPU_OK && given; j++)
+            if (g->defaults[j] == d->value[p])
+                st = ipu_graph_feed_default(g, j);
+    }
+    for (int p = 0; p < d->n_in; p++) {
+        d->slot[p] = -1;
+        for (int k = 0; k < g->n_inputs; k++)
+            if (g->inputs[k] == d->value[p])
+                d->slot[p] = k;
+    }
     return st;
 }
 
 /* Whether dir itself holds a file of some input (or, for a model without
  * inputs, of some output). */
-static int holds_files(const ipu_graph_t *g, const char *dir)
+static int holds_files(const ipu_graph_t *g, const cli_data_t *d, const char *dir)
 {
     char cand[N_CAND][4200];
-    int n_t = g->n_inputs ? g->n_inputs : g->n_outputs;
+    int n_t = d->n_in ? d->n_in : g->n_outputs;
     for (int k = 0; k < n_t; k++) {
-        const char *name = g->n_inputs ? g->values[g->inputs[k]].name : g->values[g->outputs[k]].name;
-        int n = candidates(dir, g->n_inputs ? "input" : "output", k, name, cand);
+        const char *name = d->n_in ? g->values[d->value[k]].name : g->values[g->outputs[k]].name;
+        int n = candidates(dir, d->n_in ? "input" : "output", k, name, cand);
         for (int i = 0; i < n; i++)
             if (is_file(cand[i]))
                 return 1;
@@ -200,16 +253,21 @@ static void warn_gap(const char *dir, int n, int warn)
                      "the first missing one, test_data_set_%d (rename them without a gap)", dir, first, n);
 }
 
-ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
+ipu_status_t cli_data_open(ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
                            cli_data_t *d)
 {
     char sub[4200];
     memset(d, 0, sizeof(*d));
     if (!is_dir(dir))
         return ipu_error(IPU_ERR_IO, "--inputs %s: not a directory", dir);
+    ipu_status_t st = list_positions(g, d);
+    if (st != IPU_OK) {
+        cli_data_free(d);
+        return st;
+    }
     snprintf(sub, sizeof(sub), "%s/test_data_set_0", dir);
     if (!sets)
-        sets = !holds_files(g, dir) && is_dir(sub);
+        sets = !holds_files(g, d, dir) && is_dir(sub);
     int n = 1;
     if (sets) {
         for (n = 0; n < (max_sets > 0 ? max_sets : 1000000); n++) {
@@ -217,28 +275,30 @@ ipu_status_t cli_data_open(const ipu_graph_t *g, const char *dir, int sets, int 
             if (!is_dir(sub))
                 break;
         }
-        if (n == 0)
+        if (n == 0) {
+            cli_data_free(d);
             return ipu_error(IPU_ERR_IO, "%s/test_data_set_0: no such directory", dir);
+        }
         if (max_sets <= 0 || n < max_sets)
             warn_gap(dir, n, warn);
     }
     d->n_sets = n;
     d->sets = sets;
-    d->n_in = g->n_inputs;
     d->n_out = g->n_outputs;
-    d->in = calloc((size_t)n * (size_t)g->n_inputs + 1, sizeof(char *));
+    d->in = calloc((size_t)n * (size_t)d->n_in + 1, sizeof(char *));
     d->ref = calloc((size_t)n * (size_t)g->n_outputs + 1, sizeof(char *));
     d->reorder = calloc((size_t)n, sizeof(int));
     if (!d->in || !d->ref || !d->reorder) {
         cli_data_free(d);
         return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     }
-    ipu_status_t st = IPU_OK;
     for (int s = 0; s < n && st == IPU_OK; s++) {
         if (sets)
             snprintf(sub, sizeof(sub), "%s/test_data_set_%d", dir, s);
         st = open_set(g, sets ? sub : dir, s, refs, warn, d);
     }
+    if (st == IPU_OK)
+        st = feed_defaults(g, dir, d);
     if (st != IPU_OK) {
         cli_data_free(d);
         return st;
@@ -266,38 +326,58 @@ ipu_status_t cli_read_tensor(const char *path, ipu_tensor_t *t, char **name)
 
 ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins)
 {
-    int set = mb % d->n_sets, n = g->n_inputs;
+    int set = mb % d->n_sets, n = d->n_in;
+    char *const *file = &d->in[set * n];
     ipu_tensor_t tmp[n + 1];
     char *names[n + 1];
     int perm[n + 1], used[n + 1];
     ipu_status_t st = IPU_OK;
     memset(tmp, 0, sizeof(tmp));
     memset(used, 0, sizeof(used));
-    for (int k = 0; k < n; k++)
-        names[k] = NULL;
-    for (int k = 0; k < n && st == IPU_OK; k++)
-        st = cli_read_tensor(d->in[set * d->n_in + k], &tmp[k], &names[k]);
-    /* input_N.pb files whose TensorProto names are the graph inputs' go to
-     * those inputs, whatever their N; otherwise by position */
+    for (int p = 0; p < n; p++)
+        names[p] = NULL;
+    for (int p = 0; p < n && st == IPU_OK; p++)
+        if (file[p])
+            st = cli_read_tensor(file[p], &tmp[p], &names[p]);
+    /* input_N.pb files whose TensorProto names are those of the inputs
+     * given go to those inputs, whatever their N; otherwise by position */
     int by_name = st == IPU_OK && d->reorder[set];
-    for (int k = 0; k < n && by_name; k++) {
-        perm[k] = -1;
-        for (int j = 0; j < n && names[k]; j++)
-            if (!used[j] && strcmp(names[k], g->values[g->inputs[j]].name) == 0)
-                perm[k] = j;
-        by_name = perm[k] >= 0;
+    for (int p = 0; p < n && by_name; p++) {
+        perm[p] = p;
+        if (!file[p])
+            continue;
+        perm[p] = -1;
+        for (int q = 0; q < n && names[p]; q++)
+            if (file[q] && !used[q] && strcmp(names[p], g->values[d->value[q]].name) == 0)
+                perm[p] = q;
+        by_name = perm[p] >= 0;
         if (by_name)
-            used[perm[k]] = 1;
+            used[perm[p]] = 1;
     }
-    for (int k = 0; k < n && st == IPU_OK; k++) {
-        ins[by_name ? perm[k] : k] = tmp[k];
-        tmp[k].data = NULL;
+    for (int p = 0; p < n && st == IPU_OK; p++) {
+        if (!file[p])
+            continue;
+        ins[d->slot[by_name ? perm[p] : p]] = tmp[p];
+        tmp[p].data = NULL;
     }
-    for (int k = 0; k < n; k++) {
-        free(tmp[k].data);
-        free(names[k]);
+    for (int p = 0; p < n; p++) {
+        free(tmp[p].data);
+        free(names[p]);
     }
     return st;
+}
+
+int cli_data_position(const cli_data_t *d, int k)
+{
+    for (int p = 0; p < d->n_in; p++)
+        if (d->slot[p] == k)
+            return p;
+    return k;
+}
+
+const char *cli_data_file(const cli_data_t *d, int mb, int k)
+{
+    return d->in[(mb % d->n_sets) * d->n_in + cli_data_position(d, k)];
 }
 
 ipu_status_t cli_data_check(const ipu_graph_t *g, const cli_data_t *d, int mb, const ipu_tensor_t *ins)
@@ -309,7 +389,7 @@ ipu_status_t cli_data_check(const ipu_graph_t *g, const cli_data_t *d, int mb, c
             continue;
         int dtype = v->dtype != IPU_DTYPE_UNDEFINED && ins[k].dtype != v->dtype;
         return ipu_error(IPU_ERR_INPUT, "%s: input %d '%s' is %s but the model's input is %s: the file's %s "
-                         "differs from the model's; %s%s", d->in[(mb % d->n_sets) * d->n_in + k], k, v->name,
+                         "differs from the model's; %s%s", cli_data_file(d, mb, k), cli_data_position(d, k), v->name,
                          ipu_tensor_describe(&ins[k], got, sizeof(got)), ipu_value_describe(v, want, sizeof(want)),
                          dtype ? "dtype" : "shape", dtype ? "write the file as " : "give a tensor of that shape",
                          dtype ? ipu_dtype_name(v->dtype) : "");
@@ -330,7 +410,7 @@ const char *cli_data_ref_path(const cli_data_t *d, int mb, int k)
     return d->ref[(mb % d->n_sets) * d->n_out + k];
 }
 
-ipu_status_t cli_read_inputs(const ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
+ipu_status_t cli_read_inputs(ipu_graph_t *g, const char *dir, ipu_tensor_t *ins)
 {
     cli_data_t d;
     ipu_status_t st = cli_data_open(g, dir, 0, 1, 0, 1, &d);

@@ -27,10 +27,6 @@ ipu_status_t ipu_session_open(const char *path, const ipu_session_opts_t *opts, 
     ipu_status_t st = ipu_model_load(path, &s->g);
     if (st == IPU_OK && (st = ipu_graph_bind_ops(s->g, ipu_op_lookup)) != IPU_OK)
         st = ipu_error_prefix(st, path);
-    if (st == IPU_OK && (s->declared = calloc((size_t)s->g->n_inputs + 1, sizeof(ipu_value_t))) == NULL)
-        st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    for (int k = 0; st == IPU_OK && k < s->g->n_inputs; k++)
-        s->declared[k] = s->g->values[s->g->inputs[k]];
     if (st == IPU_OK) {
         ipu_device_params_t dp = {.index = 0, .capacity = opts->ipu_memory,
                                   .threads = opts->threads, .core = opts->core,
@@ -74,8 +70,16 @@ ipu_status_t ipu_session_prepare(ipu_session_t *s, const ipu_tensor_t *inputs, i
     if (n != g->n_inputs)
         return ipu_error(IPU_ERR_INPUT, "the model has %d input%s but %d %s given",
                          g->n_inputs, g->n_inputs == 1 ? "" : "s", n, n == 1 ? "was" : "were");
-    /* declared shapes are restored from a copy so a second prepare could
-     * re-resolve symbolic dimensions (where the first freed no weights) */
+    /* the declared shapes are copied at the first prepare (the caller may
+     * have fed inputs with a default since open), so a second prepare
+     * could re-resolve symbolic dimensions (where the first freed no
+     * weights) */
+    if (s->declared == NULL) {
+        if ((s->declared = calloc((size_t)n + 1, sizeof(ipu_value_t))) == NULL)
+            return ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
+        for (int k = 0; k < n; k++)
+            s->declared[k] = g->values[g->inputs[k]];
+    }
     for (int k = 0; k < n; k++) {
         if ((st = check_input(&s->declared[k], &inputs[k])) != IPU_OK)
             return st;

@@ -28,7 +28,8 @@ typedef struct ipu_session {
     ipu_session_opts_t opts;
     ipu_stage_t stage;
     ipu_device_t *dev;
-    ipu_value_t *declared; /* graph inputs as the model declares them */
+    ipu_value_t *declared; /* graph inputs as the model declares them (copied
+                            * at the first prepare) */
     int prepared;
     int released; /* weights freed for their loaded copies: no second prepare */
 } ipu_session_t;

@@ -92,6 +92,7 @@ void ipu_graph_free(ipu_graph_t *g)
     free(g->names);
     free(g->nodes);
     free(g->inputs);
+    free(g->defaults);
     free(g->outputs);
     free(g->order);
     free(g->name);
@@ -339,6 +340,30 @@ ipu_status_t ipu_graph_add_output(ipu_graph_t *g, const char *name)
         return ipu_error(IPU_ERR_INVALID_MODEL, "graph output with an empty name");
     g->values[v].flags |= IPU_VALUE_OUTPUT;
     return append_index(&g->outputs, &g->n_outputs, v);
+}
+
+ipu_status_t ipu_graph_add_default(ipu_graph_t *g, const char *name)
+{
+    int v = ipu_graph_find_value(g, name);
+    if (v < 0 || !(g->values[v].flags & IPU_VALUE_INITIALIZER))
+        return ipu_error(IPU_ERR_INVALID_ARG, "graph input '%s' has no initializer", name);
+    for (int j = 0; j < g->n_defaults; j++)
+        if (g->defaults[j] == v)
+            return IPU_OK; /* listed twice: one input */
+    return append_index(&g->defaults, &g->n_defaults, v);
+}
+
+ipu_status_t ipu_graph_feed_default(ipu_graph_t *g, int j)
+{
+    ipu_value_t *v = &g->values[g->defaults[j]];
+    if (v->flags & IPU_VALUE_INPUT)
+        return IPU_OK;
+    if (v->data_kind == IPU_CONST_OWNED)
+        free(v->data);
+    v->data = NULL;
+    v->data_kind = IPU_CONST_NONE;
+    v->flags = (v->flags & ~(unsigned)IPU_VALUE_INITIALIZER) | IPU_VALUE_INPUT;
+    return append_index(&g->inputs, &g->n_inputs, g->defaults[j]);
 }
 
 const ipu_attr_t *ipu_attr_find(const ipu_node_t *n, const char *name)

@@ -99,6 +99,10 @@ typedef struct ipu_graph {
     int *names; size_t cap_names; /* values by name (graph/names.h) */
     ipu_node_t *nodes;   int n_nodes, cap_nodes;
     int *inputs;  int n_inputs;   /* user-fed graph inputs (not initializers), in order */
+    int *defaults; int n_defaults;/* graph inputs that have an initializer: inputs
+                                   * with a default (the ONNX IR; IR < 4 lists every
+                                   * initializer so), in graph.input order; a constant
+                                   * unless ipu_graph_feed_default made it an input */
     int *outputs; int n_outputs;  /* graph outputs, in order */
     int *order;                   /* topological order of node indices (n_nodes), or NULL */
     ipu_mapping_t *maps; int n_maps; /* external data mappings, unmapped on free */
@@ -152,6 +156,13 @@ ipu_status_t ipu_node_add_attr_tensor(ipu_node_t *n, const char *name, const ipu
 /* Mark graph inputs/outputs by value name (appends in call order). */
 ipu_status_t ipu_graph_add_input(ipu_graph_t *g, const char *name);
 ipu_status_t ipu_graph_add_output(ipu_graph_t *g, const char *name);
+/* Mark the initializer called name as a graph input with a default
+ * (appended to g->defaults). */
+ipu_status_t ipu_graph_add_default(ipu_graph_t *g, const char *name);
+/* Make g->defaults[j], still a constant, an input fed by the user, appended
+ * to g->inputs: its default bytes are dropped; its declared dtype and shape
+ * are the initializer's. Call before shapes are inferred. */
+ipu_status_t ipu_graph_feed_default(ipu_graph_t *g, int j);
 
 /* --- attribute access (ops) --------------------------------------------- */
 

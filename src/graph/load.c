@@ -313,8 +313,14 @@ static ipu_status_t load_inputs(load_ctx_t *c, const Onnx__GraphProto *gp)
         if (name[0] == '\0')
             return ipu_error(IPU_ERR_INVALID_MODEL, "%s: graph input #%zu has no name", c->path, i);
         int idx = ipu_graph_find_value(g, name);
-        if (idx >= 0 && (g->values[idx].flags & IPU_VALUE_INITIALIZER))
-            continue; /* IR < 4 lists initializers as inputs: not user-fed */
+        if (idx >= 0 && (g->values[idx].flags & IPU_VALUE_INITIALIZER)) {
+            /* an input with a default (IR < 4 lists every initializer so):
+             * a constant unless the user feeds it (ipu_graph_feed_default) */
+            ipu_status_t st = ipu_graph_add_default(g, name);
+            if (st != IPU_OK)
+                return st;
+            continue;
+        }
         if (idx >= 0 && (g->values[idx].flags & IPU_VALUE_INPUT))
             return ipu_error(IPU_ERR_INVALID_MODEL, "%s: graph input '%s' is listed twice",
                              c->path, name);

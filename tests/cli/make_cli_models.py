@@ -25,6 +25,15 @@ OUT/fixed/model.onnx          the mlp with a fixed batch dimension: x[1,8] -> y[
                               (no test_data_set_0: --check has no default inputs)
 OUT/fixed/wrong_{batch,rank,dtype}/  input_0.pb of float[2,8], float[8], double[1,8]:
                               each an error, on any number of ranks
+OUT/dflt/model.onnx           graph inputs [b, x, c], b[2,3] and c[3] with initializers (inputs
+                              with a default, keep_initializers_as_inputs style):
+                              y = (Relu(x) + b) * c, Relu on stage 0, Add and Mul on stage 1
+                              (__pipeline_stage); positions: x 0, b 1, c 2. Data dirs
+                              (numpy references): none/ (x only: the defaults), by_pos/
+                              (input_0.pb x, input_1.pb b), by_name/ (x.npy, c.npy),
+                              pb_names/ (input_0..2.pb holding c, x, b: placed by name),
+                              sets/ (test_data_set_0, _1 each of x and b), sets_mixed/
+                              (b in set 0 only: an error), wrong/ (b.npy of float[3])
 OUT/noshape/model.onnx        x (float, no shape: rank unknown) -> Relu -> Neg -> y;
                               test_data_set_0 of x[2,3] (numpy), rank3/ of x[2,1,3]
 OUT/fp16/model.onnx           the mlp in float16 (input, weights, output): its 4
@@ -236,6 +245,53 @@ def noshape():
         save(-np.maximum(x, 0), f"{d}/{sub}/output_0.pb", "y")
 
 
+def dflt():
+    B, C = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    def N(op, ins, outs, st):
+        n = helper.make_node(op, ins, outs)
+        n.attribute.extend([helper.make_attribute("__pipeline_stage", st)])
+        return n
+    g = helper.make_graph([N("Relu", ["x"], ["r"], 0), N("Add", ["r", "b"], ["s"], 1), N("Mul", ["s", "c"], ["y"], 1)],
+                          "dflt", [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3]),
+                                   helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                   helper.make_tensor_value_info("c", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [numpy_helper.from_array(B, "b"), numpy_helper.from_array(C, "c")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 6
+    d = os.path.join(out, "dflt")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    new = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    ref = lambda x, b=B, c=C: (np.maximum(x, 0) + b) * c
+    x = new(2, 3)
+    save(x, f"{d}/none/input_0.pb", "x")
+    save(ref(x), f"{d}/none/output_0.pb", "y")
+    b = new(2, 3)
+    save(x, f"{d}/by_pos/input_0.pb", "x")
+    save(b, f"{d}/by_pos/input_1.pb", "b")
+    save(ref(x, b), f"{d}/by_pos/output_0.pb", "y")
+    c = new(3)
+    os.makedirs(f"{d}/by_name", exist_ok=True)
+    np.save(f"{d}/by_name/x.npy", x)
+    np.save(f"{d}/by_name/c.npy", c)
+    np.save(f"{d}/by_name/y.npy", ref(x, c=c))
+    save(c, f"{d}/pb_names/input_0.pb", "c")
+    save(x, f"{d}/pb_names/input_1.pb", "x")
+    save(b, f"{d}/pb_names/input_2.pb", "b")
+    save(ref(x, b, c), f"{d}/pb_names/output_0.pb", "y")
+    for i in range(2):
+        xi, bi = new(2, 3), new(2, 3)
+        save(xi, f"{d}/sets/test_data_set_{i}/input_0.pb", "x")
+        save(bi, f"{d}/sets/test_data_set_{i}/input_1.pb", "b")
+        save(ref(xi, bi), f"{d}/sets/test_data_set_{i}/output_0.pb", "y")
+        save(xi, f"{d}/sets_mixed/test_data_set_{i}/input_0.pb", "x")
+        save(ref(xi), f"{d}/sets_mixed/test_data_set_{i}/output_0.pb", "y")
+    save(b, f"{d}/sets_mixed/test_data_set_0/input_1.pb", "b")
+    save(x, f"{d}/wrong/input_0.pb", "x")
+    np.save(f"{d}/wrong/b.npy", c)
+
+
 mlp()
 infs()
 two_in()
@@ -243,3 +299,4 @@ dtypes()
 held()
 bad_inputs()
 noshape()
+dflt()

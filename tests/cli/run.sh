@@ -9,7 +9,9 @@
 # on a fixed batch dimension, the note on an annotated model run on one rank;
 # info's CPU and oneDNN ISA (at least AVX2 where the CPU has it); a weight
 # that a Conv holds in its own layout freed (one rank, and a 2-stage pipeline);
-# info's arguments; --ipu-memory past 2^64 bytes;
+# info's arguments; --ipu-memory past 2^64 bytes; input files against the
+# model's declared dtypes and shapes on 1 to 3 ranks, an input without a
+# shape, inputs with a default (an initializer) overridden or not;
 # info --config and docs/settings.md, a warning for an invalid setting;
 # plan: --stages against --ipus-per-rank, annotations against --stages,
 # --write and --output-dir checked before any work; plan --micro-batch and
@@ -148,6 +150,23 @@ expect 0 "an input without a shape takes float[2,1,3]" "^check: 1 output of 1 mi
 NS_SYNTH="^ipu-exec: input 0 'x': the model does not declare its shape, so no synthetic data can be made for it; give its data with --inputs DIR (input_0.pb, input_0.npy, x.pb or x.npy there)\$"
 expect 2 "synthetic data for an input without a shape" "$NS_SYNTH" -- "$EXE" "$NS/model.onnx"
 one_line "synthetic data for an input without a shape"
+# graph inputs with an initializer (keep_initializers_as_inputs) are inputs
+# with a default: data given for one overrides its initializer, by position
+# (x 0, b 1, c 2) or by name; without it the initializer is used
+DF=$W/dflt
+for dir in none by_pos by_name pb_names sets; do
+    expect 0 "inputs with a default: $dir" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$DF/model.onnx" --inputs "$DF/$dir" --check --batches 2
+done
+expect 2 "a default given in one set only" "^ipu-exec: $DF/sets_mixed/test_data_set_1: input 1 'b' (it has a default in the model) is given in test_data_set_0 but not in test_data_set_1; give it in every set or in none\$" -- "$EXE" "$DF/model.onnx" --inputs "$DF/sets_mixed" --batches 2
+DF_WRONG="^ipu-exec: $DF/wrong/b.npy: input 1 'b' is float\[3\] but the model's input is float\[2,3\]: the file's shape differs from the model's; give a tensor of that shape\$"
+expect 2 "a default's file of another shape" "$DF_WRONG" -- "$EXE" "$DF/model.onnx" --inputs "$DF/wrong"
+expect 2 "plan: a default's file of another shape" "$DF_WRONG" -- "$EXE" plan "$DF/model.onnx" --inputs "$DF/wrong"
+# --save-inputs writes a default given at its position, and no other
+expect 0 "--save-inputs of a default given" "latency" -- "$EXE" "$DF/model.onnx" --inputs "$DF/by_name" --save-inputs "$W/drec" --output-dir "$W/drec"
+[ "$(ls "$W/drec" | tr '\n' ' ')" = "input_0.pb input_2.pb output_0.pb " ] && ok "input_2.pb for c, none for b" || fail "drec: $(ls "$W/drec")"
+expect 0 "replay of a default given" "^check: 1 output of 1 micro-batch ok (max abs err 0)" -- "$EXE" "$DF/model.onnx" --inputs "$W/drec" --check --atol 0 --rtol 0
+expect 0 "synthetic inputs: none for the inputs with a default" "latency" -- "$EXE" "$DF/model.onnx" --save-inputs "$W/dsyn"
+[ "$(ls "$W/dsyn")" = "input_0.pb" ] && ok "only x synthesised" || fail "dsyn: $(ls "$W/dsyn")"
 expect 2 "missing input file" "input_0.pb" -- "$EXE" "$M/model.onnx" --inputs "$W"
 expect 2 "too little IPU memory" "raise --ipu-memory" -- "$EXE" "$M/model.onnx" --ipu-memory 256
 one_line "too little IPU memory"
@@ -284,6 +303,13 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     expect 0 "mpirun -np 2: an input without a shape, rank 3" "^check: 1 output of 1 micro-batch ok" -- mpi -np 2 "$EXE" "$NS/model.onnx" --inputs "$NS/rank3" --check
     expect 2 "mpirun -np 2: synthetic data for an input without a shape" "$NS_SYNTH" -- mpi -np 2 "$EXE" "$NS/model.onnx"
     [ "$(grep -c "ipu-exec" "$W/err")" -eq 1 ] && ok "said once" || fail "said more than once: $(cat "$W/err")"
+    # inputs with a default overridden through the pipeline: b and c are
+    # read by stage 1 (rank 1), x by stage 0
+    for dir in none by_pos by_name pb_names sets; do
+        expect 0 "mpirun -np 2: inputs with a default: $dir" "^check: 2 outputs of 2 micro-batches ok" -- mpi -np 2 "$EXE" "$DF/model.onnx" --inputs "$DF/$dir" --check --batches 2
+    done
+    expect 0 "mpirun -np 4 --replicas 2: inputs with a default" "^check: 4 outputs of 4 micro-batches ok" -- mpi -np 4 "$EXE" "$DF/model.onnx" --inputs "$DF/sets" --check --batches 4 --replicas 2
+    expect 2 "mpirun -np 2: a default's file of another shape" "$DF_WRONG" -- mpi -np 2 "$EXE" "$DF/model.onnx" --inputs "$DF/wrong"
     # 2 stages: the rank of the Conv that alone reads Wa frees it, the other none
     expect 0 "a held weight freed by its stage's rank" "check: 2 outputs of 1 micro-batch ok" -- \
         env IPU_EXEC_LOG_LEVEL=info "${MPIRUN:-mpirun}" -np 2 "$EXE" "$H/model.onnx" --inputs "$H/test_data_set_0" --check

@@ -209,9 +209,12 @@ static void test_initializers(void **state)
     };
     ipu_graph_t *g = load_ok("inits.onnx");
     assert_int_equal(g->opset, 17);
-    /* f32_raw is also listed as a graph input (IR 3): not user-fed */
+    /* f32_raw is also listed as a graph input (IR 3): an input with a
+     * default, a constant until fed */
     assert_int_equal(g->n_inputs, 1);
     assert_string_equal(g->values[g->inputs[0]].name, "x");
+    assert_int_equal(g->n_defaults, 1);
+    assert_string_equal(g->values[g->defaults[0]].name, "f32_raw");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const ipu_value_t *v = value(g, cases[i].name);
         ipu_tensor_t t = ipu_value_tensor(g, (int)(v - g->values));
@@ -223,6 +226,15 @@ static void test_initializers(void **state)
             fail_msg("%s: got %s rank %d", cases[i].name, ipu_dtype_name(v->dtype), v->rank);
         assert_bytes(v->data, cases[i].name, ipu_tensor_nbytes(&t));
     }
+    /* fed: an input of the initializer's dtype and shape, no constant */
+    assert_int_equal(ipu_graph_feed_default(g, 0), IPU_OK);
+    const ipu_value_t *f = &g->values[g->defaults[0]];
+    assert_int_equal(g->n_inputs, 2);
+    assert_int_equal(g->inputs[1], g->defaults[0]);
+    assert_true((f->flags & IPU_VALUE_INPUT) && !(f->flags & IPU_VALUE_INITIALIZER));
+    assert_null(f->data);
+    assert_int_equal(f->data_kind, IPU_CONST_NONE);
+    assert_true(f->dtype == IPU_DTYPE_FLOAT && f->rank == 2 && f->dims[0] == 2 && f->dims[1] == 3);
     ipu_graph_free(g);
 }
 
