@@ -1,10 +1,10 @@
 /* The test data of a run (io.h, cli_data_t): which file holds each input
  * and reference output of each micro-batch; the model's inputs with a
- * default (an initializer) that the files override become fed inputs. A directory holds a tensor as
- * KIND_N.pb (onnx.TensorProto), KIND_N.npy, NAME.pb or NAME.npy (NAME: the
- * graph input's or output's name), in that order of preference; a directory
- * of the ONNX test-data layout holds test_data_set_M/ subdirectories, one
- * per micro-batch, cycled over. */
+ * default (an initializer) that the files override become fed inputs. A
+ * directory holds a tensor as KIND_N.pb (onnx.TensorProto), KIND_N.npy,
+ * NAME.pb or NAME.npy (NAME: the graph input's or output's name), in that
+ * order of preference; a directory of the ONNX test-data layout holds
+ * test_data_set_M/ subdirectories, one per micro-batch, cycled over. */
 #include "cli/cli.h"
 #include "cli/io.h"
 
@@ -148,8 +148,8 @@ static ipu_status_t open_set(const ipu_graph_t *g, const char *dir, int set, int
         const char *name = g->values[d->value[p]].name;
         char **path = &d->in[set * d->n_in + p];
         int pb;
-        if ((st = resolve(dir, "input", p, name, warn, path, &pb)) == IPU_OK && *path == NULL &&
-            p < d->n_required)
+        int needed = p < d->n_required || (g->values[d->value[p]].flags & IPU_VALUE_INPUT); /* fed already */
+        if ((st = resolve(dir, "input", p, name, warn, path, &pb)) == IPU_OK && *path == NULL && needed)
             st = ipu_error(IPU_ERR_IO, "%s/input_%d.pb: no such file; --inputs needs a file per model "
                            "input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, p, p, p,
                            name, name, p, name);
@@ -203,7 +203,7 @@ static ipu_status_t feed_defaults(ipu_graph_t *g, const char *dir, cli_data_t *d
             if ((d->in[s * d->n_in + p] != NULL) != given)
                 st = ipu_error(IPU_ERR_IO, "%s/test_data_set_%d: input %d '%s' (it has a default in the "
                                "model) is given in test_data_set_%d but not in test_data_set_%d; give it in "
-                               "every set or in none", dir, given ? s : 0, p, g->values[d->value[p]].name,
+                               "every set or in none", dir, s, p, g->values[d->value[p]].name,
                                given ? 0 : s, given ? s : 0);
         for (int j = 0; j < g->n_defaults && st == IPU_OK && given; j++)
             if (g->defaults[j] == d->value[p])
