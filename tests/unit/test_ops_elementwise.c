@@ -1019,6 +1019,24 @@ static double acc_check(const acc_case_t *k, const char *how, const float *x, co
     return worst;
 }
 
+/* The sweep both accuracy tests read: N_LIN points evenly spaced in
+ * [-20, 20], N_LOG log-spaced ones in +-[1e-38, 1], then special[0..n_sp)
+ * into x; returns how many. */
+enum { N_LIN = 1000001, N_LOG = 2000 };
+static size_t acc_sweep(float *x, const float *special, size_t n_sp)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < N_LIN; i++)
+        x[m++] = (float)(-20.0 + 40.0 * (double)i / (double)(N_LIN - 1));
+    for (size_t i = 0; i < N_LOG; i++) {
+        float v = (float)pow(10.0, -38.0 + 38.0 * (double)i / (double)(N_LOG - 1));
+        x[m++] = v;
+        x[m++] = -v;
+    }
+    memcpy(x + m, special, n_sp * sizeof(float));
+    return m + n_sp;
+}
+
 /* ipu_ew_silu_f32 (the SiLU a Conv or Gemm leaves to our loop after its
  * primitive: the 512-bit clone on x86-64-v4 CPUs) against x / (1 + exp(-x))
  * in double, within sigmoid's bound and one rounding of the product, over
@@ -1035,19 +1053,11 @@ static void test_silu_accuracy(void **state)
     const float special[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, FLT_TRUE_MIN, -FLT_TRUE_MIN,
                              1e-40f, -3e-39f, FLT_MIN, -FLT_MIN, FLT_MAX, 1e-30f, -1e-7f,
                              88.72284f, -80.0f, -40.5f, 3.925f, -3.92f, 9.0f, -9.5f};
-    const size_t n_lin = 1000001, n_log = 2000, n = n_lin + 2 * n_log + N(special);
+    const size_t n = N_LIN + 2 * N_LOG + N(special);
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
-    size_t m = 0;
-    for (size_t i = 0; i < n_lin; i++)
-        x[m++] = (float)(-20.0 + 40.0 * (double)i / (double)(n_lin - 1));
-    for (size_t i = 0; i < n_log; i++) {
-        float v = (float)pow(10.0, -38.0 + 38.0 * (double)i / (double)(n_log - 1));
-        x[m++] = v;
-        x[m++] = -v;
-    }
-    memcpy(x + m, special, sizeof(special));
+    acc_sweep(x, special, N(special));
     memcpy(y, x, n * sizeof(float));
     ipu_ew_silu_f32(1, y, (int64_t)n); /* in place, as after a primitive */
     double e = acc_check(&k, "dispatched", x, y, n);
@@ -1073,21 +1083,11 @@ static void test_transcendental_accuracy(void **state)
                              -FLT_TRUE_MIN, 1e-40f, -3e-39f, FLT_MIN, -FLT_MIN, FLT_MAX,
                              -FLT_MAX, 1e-30f, -1e-7f, 88.72283f, 88.72284f, 88.5f,
                              -87.3365f, -87.34f, -103.0f, -104.5f, 3.925f, -3.92f, 9.0f, -9.5f};
-    const size_t n_lin = 1000001, n_log = 2000, n_sp = N(special);
-    const size_t n = 2 * n_lin + 2 * n_log + n_sp;
+    const size_t n_lin = N_LIN, n = 2 * N_LIN + 2 * N_LOG + N(special);
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
-    size_t m = 0;
-    for (size_t i = 0; i < n_lin; i++)
-        x[m++] = (float)(-20.0 + 40.0 * (double)i / (double)(n_lin - 1));
-    for (size_t i = 0; i < n_log; i++) {
-        float v = (float)pow(10.0, -38.0 + 38.0 * (double)i / (double)(n_log - 1));
-        x[m++] = v;
-        x[m++] = -v;
-    }
-    memcpy(x + m, special, sizeof(special));
-    m += n_sp;
+    size_t m = acc_sweep(x, special, N(special));
     for (size_t i = 0; i < n_lin; i++) /* exp's whole range (others: more of the same) */
         x[m++] = (float)(-104.0 + 193.0 * (double)i / (double)(n_lin - 1));
     for (size_t k = 0; k < N(cases); k++) {
