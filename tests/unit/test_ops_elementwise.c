@@ -525,6 +525,18 @@ static void test_unary_int(void **state)
     oc_free(c);
 }
 
+/* int64 Clip-12 of x[3] to [lo, hi] gives want[3] */
+static void clip_i64(const int64_t *x, int64_t lo, int64_t hi, const int64_t *want)
+{
+    op_case_t *c = oc_new("Clip", 12, 3, 1);
+    oc_input(c, 0, IPU_DTYPE_INT64, 1, (int64_t[]){3}, x);
+    oc_const(c, 1, IPU_DTYPE_INT64, 0, SCALAR, &lo);
+    oc_const(c, 2, IPU_DTYPE_INT64, 0, SCALAR, &hi);
+    RUN_OK(c);
+    assert_equal_i64(oc_output(c, 0)->data, want, 3);
+    oc_free(c);
+}
+
 static void test_clip(void **state)
 {
     float x[] = {-3, -1, 0, 2, 8};
@@ -552,14 +564,8 @@ static void test_clip(void **state)
     assert_allclose_f32(outf(c, 0), (float[]){0, 0, 0, 2, 6}, 5, 0, 0);
     oc_free(c);
     /* int64 Clip-12 */
-    int64_t xi[] = {-9, 4, 12}, lo = 0, hi = 10;
-    c = oc_new("Clip", 12, 3, 1);
-    oc_input(c, 0, IPU_DTYPE_INT64, 1, (int64_t[]){3}, xi);
-    oc_const(c, 1, IPU_DTYPE_INT64, 0, SCALAR, &lo);
-    oc_const(c, 2, IPU_DTYPE_INT64, 0, SCALAR, &hi);
-    RUN_OK(c);
-    assert_equal_i64(oc_output(c, 0)->data, (int64_t[]){0, 4, 10}, 3);
-    oc_free(c);
+    int64_t xi[] = {-9, 4, 12}, lo = 0;
+    clip_i64(xi, 0, 10, (int64_t[]){0, 4, 10});
     /* min above max: max everywhere (Operators.md: Min(max, Max(x, min));
      * numpy.clip(x, 3, 1) and torch.clamp(x, 3, 1) give 1); a NaN bound:
      * NaN everywhere (torch.clamp(x, min=nan) and (max=nan)) */
@@ -584,14 +590,7 @@ static void test_clip(void **state)
             assert_true(isnan(outf(c, 0)[i]));
         oc_free(c);
     }
-    int64_t lo9 = 9, hi2 = 2;
-    c = oc_new("Clip", 12, 3, 1);
-    oc_input(c, 0, IPU_DTYPE_INT64, 1, (int64_t[]){3}, xi);
-    oc_const(c, 1, IPU_DTYPE_INT64, 0, SCALAR, &lo9);
-    oc_const(c, 2, IPU_DTYPE_INT64, 0, SCALAR, &hi2);
-    RUN_OK(c);
-    assert_equal_i64(oc_output(c, 0)->data, (int64_t[]){2, 2, 2}, 3);
-    oc_free(c);
+    clip_i64(xi, 9, 2, (int64_t[]){2, 2, 2});
     /* min of another dtype is an error */
     c = oc_new("Clip", 13, 2, 1);
     oc_input(c, 0, IPU_DTYPE_FLOAT, 1, (int64_t[]){5}, x);
