@@ -30,6 +30,129 @@ static int cmp_size_desc(const void *a, const void *b)
     return x->first - y->first;
 }
 
+/* Whether placed buffer j moves *best, the offset tried for bufs[i]: it
+ * overlaps bufs[i] in lifetime and [*best, *best + bytes) in memory; then
+ * *best is its end. */
+static inline int bumps(const buf_t *bufs, const size_t *off, int i, int j, size_t *best)
+{
+    if (bufs[j].last < bufs[i].first || bufs[i].last < bufs[j].first)
+        return 0;
+    size_t a = off[j], b = a + bufs[j].bytes;
+    if (*best < b && a < *best + bufs[i].bytes) {
+        *best = b;
+        return 1;
+    }
+    return 0;
+}
+
+/* The lowest offset for bufs[i] clear of the placed buffers cand[0..nc)
+ * (indices into bufs, off their offsets; cand NULL: bufs[0..nc)) whose
+ * lifetimes overlap its own: from 0, a candidate that overlaps moves it
+ * to that candidate's end, until none does. Each move passes a span the
+ * buffer cannot use, so the result is the lowest offset that fits, in any
+ * order of cand. */
+static size_t lowest_fit(const buf_t *bufs, const size_t *off, int i, const int *cand, int nc)
+{
+    size_t best = 0;
+    for (int again = 1; again;) {
+        again = 0;
+        if (cand)
+            for (int c = 0; c < nc; c++)
+                again |= bumps(bufs, off, i, cand[c], &best);
+        else
+            for (int j = 0; j < nc; j++)
+                again |= bumps(bufs, off, i, j, &best);
+    }
+    return best;
+}
+
+/* Placed buffers live at each step (indices into bufs). */
+typedef struct {
+    int *idx, n, cap;
+} step_list_t;
+
+static int step_add(step_list_t *l, int i)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 4;
+        int *q = realloc(l->idx, (size_t)cap * sizeof(int));
+        if (q == NULL)
+            return -1;
+        l->idx = q;
+        l->cap = cap;
+    }
+    l->idx[l->n++] = i;
+    return 0;
+}
+
+/* Whether the per-step lists cost less than scanning every placed buffer:
+ * reading a buffer's candidates visits the lists of its steps, so the
+ * lists cost about the sum over steps of the buffers live there, squared;
+ * the scan about nb^2 / 2. A chain of nodes keeps a few buffers live per
+ * step; many values read by one node (a wide Concat) keep them all. */
+static int lists_pay(const buf_t *bufs, int nb, int end)
+{
+    long long *live = calloc((size_t)end + 2, sizeof(long long)), cost = 0;
+    if (live == NULL)
+        return 0;
+    for (int i = 0; i < nb; i++) { /* live[t] by a difference array */
+        live[bufs[i].first]++;
+        live[bufs[i].last + 1]--;
+    }
+    for (int t = 0, n = 0; t <= end; t++) {
+        n += (int)live[t];
+        cost += (long long)n * n;
+    }
+    free(live);
+    return cost < (long long)nb * nb / 4;
+}
+
+/* Offsets (off) for bufs[0..nb) in that order, each its lowest fit
+ * (lowest_fit) among the placed buffers; lifetimes lie in [0, end]. The
+ * candidates are every placed buffer, or, where that costs less
+ * (lists_pay), those listed at the buffer's steps. Errors:
+ * IPU_ERR_NO_MEMORY. */
+static ipu_status_t place(const buf_t *bufs, int nb, int end, size_t *off, size_t *arena)
+{
+    ipu_status_t st = IPU_ERR_NO_MEMORY;
+    int lists = lists_pay(bufs, nb, end);
+    step_list_t *live = lists ? calloc((size_t)end + 1, sizeof(step_list_t)) : NULL;
+    int *seen = lists ? malloc((size_t)(nb + 1) * sizeof(int)) : NULL;
+    int *cand = lists ? malloc((size_t)(nb + 1) * sizeof(int)) : NULL;
+    if (lists && (!live || !seen || !cand))
+        goto out;
+    for (int i = 0; i < nb; i++) {
+        int nc = 0;
+        if (lists) {
+            for (int t = bufs[i].first; t <= bufs[i].last; t++)
+                for (int k = 0; k < live[t].n; k++) {
+                    int j = live[t].idx[k];
+                    if (seen[j] != i) {
+                        seen[j] = i;
+                        cand[nc++] = j;
+                    }
+                }
+        }
+        off[i] = lists ? lowest_fit(bufs, off, i, cand, nc) : lowest_fit(bufs, off, i, NULL, i);
+        if (off[i] + bufs[i].bytes > *arena)
+            *arena = off[i] + bufs[i].bytes;
+        if (!lists)
+            continue;
+        seen[i] = -1;
+        for (int t = bufs[i].first; t <= bufs[i].last; t++)
+            if (step_add(&live[t], i) != 0)
+                goto out;
+    }
+    st = IPU_OK;
+out:
+    for (int t = 0; live && t <= end; t++)
+        free(live[t].idx);
+    free(live);
+    free(seen);
+    free(cand);
+    return st;
+}
+
 int ipu_plan_is_view(const ipu_graph_t *g, const ipu_node_t *n)
 {
     if (n->op == NULL || !(n->op->flags & IPU_OP_ALIAS_INPUT0) || n->n_inputs < 1 || n->n_outputs < 1)
@@ -142,27 +265,10 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
             nb++;
         }
     qsort(bufs, (size_t)nb, sizeof(buf_t), cmp_size_desc);
-    for (int i = 0; i < nb; i++) {
-        /* lowest offset that fits between conflicting placed buffers: scan
-         * candidates (0 and the end of each conflicting buffer) */
-        size_t best = 0;
-        for (int again = 1; again;) {
-            again = 0;
-            for (int j = 0; j < i; j++) {
-                if (bufs[j].last < bufs[i].first || bufs[i].last < bufs[j].first)
-                    continue;
-                size_t a = placed_off[j], b = a + bufs[j].bytes;
-                if (best < b && a < best + bufs[i].bytes) {
-                    best = b;
-                    again = 1;
-                }
-            }
-        }
-        placed_off[i] = best;
-        if (best + bufs[i].bytes > p.arena_bytes)
-            p.arena_bytes = best + bufs[i].bytes;
-        p.offset[bufs[i].root] = best;
-    }
+    if (place(bufs, nb, end, placed_off, &p.arena_bytes) != IPU_OK)
+        goto out;
+    for (int i = 0; i < nb; i++)
+        p.offset[bufs[i].root] = placed_off[i];
     for (int v = 0; v < nv; v++)
         if (last[v] >= 0)
             p.offset[v] = p.offset[find_root(parent, v)];

@@ -277,6 +277,64 @@ static void test_random_dags_no_overlap(void **state)
     }
 }
 
+/* Long random DAGs whose nodes read values made shortly before (1-3 of the
+ * last 4), all of one size: the planner reads its candidates from per-step
+ * lists here (few buffers live per step). Placed in order of definition,
+ * equal buffers need exactly as many slots as values are live at once at
+ * most (an interval graph, colored greedily by start): the arena is that
+ * many buffers, counted independently, and no two values live together
+ * share memory. */
+static void test_long_dags_first_fit(void **state)
+{
+    (void)state;
+    enum { MAXN = 700 };
+    static char name[MAXN + 1][16];
+    static int first[MAXN + 1], last[MAXN + 1], live[2 * MAXN + 3];
+    srand(11);
+    for (int trial = 0; trial < 20; trial++) {
+        ipu_graph_t *g = ipu_graph_new("long");
+        int nn = 300 + rand() % 400;
+        snprintf(name[0], 16, "x");
+        for (int i = 1; i <= nn; i++) {
+            snprintf(name[i], 16, "v%d", i);
+            int k = 1 + rand() % 3;
+            const char *in[3];
+            for (int j = 0; j < k; j++)
+                in[j] = name[i - 1 - rand() % (i < 4 ? i : 4)];
+            const char *out[1] = {name[i]};
+            ipu_graph_add_node(g, "FakeSum", NULL, k, in, 1, out);
+        }
+        ipu_graph_add_input(g, "x");
+        ipu_graph_add_output(g, name[nn]);
+        prepared(g, 64);
+        ipu_buffer_plan_t p;
+        assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 1, &p), IPU_OK);
+        for (int v = 0; v <= nn; v++)
+            first[v] = last[v] = -1;
+        first[0] = last[0] = 0;
+        for (int s = 0; s < g->n_nodes; s++) {
+            const ipu_node_t *nd = &g->nodes[g->order[s]];
+            for (int k = 0; k < nd->n_inputs; k++)
+                last[nd->inputs[k]] = 2 * s + 1;
+            first[nd->outputs[0]] = last[nd->outputs[0]] = 2 * s + 1;
+        }
+        last[g->outputs[0]] = 2 * g->n_nodes + 1;
+        int most = 0;
+        memset(live, 0, sizeof(live));
+        for (int v = 0; v <= nn; v++)
+            for (int t = first[v]; t <= last[v]; t++)
+                if (++live[t] > most)
+                    most = live[t];
+        assert_int_equal(p.arena_bytes, (size_t)most * 256);
+        for (int u = 0; u <= nn; u++)
+            for (int v = u + 1; v <= nn; v++)
+                if (!(last[u] < first[v] || last[v] < first[u]) && p.offset[u] == p.offset[v])
+                    fail_msg("trial %d: %s and %s share memory while both live", trial, name[u], name[v]);
+        ipu_plan_free(&p);
+        ipu_graph_free(g);
+    }
+}
+
 /* Random DAGs of sums, views of one value and residual nodes (FakeRes),
  * two outputs: the stage computes what a direct evaluation does, value by
  * value in its own array (the same float operations in the same order). */
@@ -466,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_alias_needs_single_output),
         cmocka_unit_test(test_residual_in_place),
         cmocka_unit_test(test_random_dags_no_overlap),
+        cmocka_unit_test(test_long_dags_first_fit),
         cmocka_unit_test(test_random_dags_run),
         cmocka_unit_test(test_partition_counts_scratch),
         cmocka_unit_test(test_stage_boundary),
