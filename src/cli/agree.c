@@ -5,6 +5,7 @@
  * agreement (pipeline/fault.h: bounded waits, a rank that does not report
  * is named); rank 0 says the verdict in one line. */
 #include "cli/cli.h"
+#include "common/hash.h"
 #include "pipeline/fault.h"
 
 #include <fcntl.h>
@@ -67,7 +68,7 @@ static uint64_t model_digest(const char *path, int64_t *bytes)
 {
     enum { BLOCKS = 16, BLOCK = 64 << 10 };
     struct stat sb;
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = IPU_FNV64_BASIS;
     int fd = open(path, O_RDONLY);
     *bytes = -1;
     if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -80,13 +81,14 @@ static uint64_t model_digest(const char *path, int64_t *bytes)
     for (int b = 0; buf && b < BLOCKS; b++) {
         off_t off = sb.st_size > BLOCK ? (off_t)((sb.st_size - BLOCK) / (BLOCKS - 1)) * b : 0;
         ssize_t n = pread(fd, buf, BLOCK, off);
-        for (ssize_t i = 0; i < n; i++)
-            h = (h ^ buf[i]) * 1099511628211ULL;
+        h = ipu_fnv1a64(h, buf, n > 0 ? (size_t)n : 0);
         if (sb.st_size <= BLOCK)
             break;
     }
-    for (int i = 0; i < 8; i++)
-        h = (h ^ (uint8_t)(sb.st_size >> (8 * i))) * 1099511628211ULL;
+    for (int i = 0; i < 8; i++) {
+        uint8_t b = (uint8_t)(sb.st_size >> (8 * i));
+        h = ipu_fnv1a64(h, &b, 1);
+    }
     free(buf);
     close(fd);
     return h ? h : 1;

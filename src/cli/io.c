@@ -1,5 +1,6 @@
 #include "cli/io.h"
 
+#include "common/hash.h"
 #include "common/npy.h"
 #include "graph/load.h"
 
@@ -149,28 +150,20 @@ ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int ve
     return IPU_ERR_MISMATCH;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 static uint64_t fnv1a_i64(uint64_t h, int64_t v)
 {
     unsigned char b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)((uint64_t)v >> (8 * i));
-    return fnv1a(h, b, sizeof(b));
+    return ipu_fnv1a64(h, b, sizeof(b));
 }
 
 uint64_t cli_output_digest(int mb, int k, const ipu_tensor_t *t)
 {
-    uint64_t h = fnv1a_i64(fnv1a_i64(fnv1a_i64(14695981039346656037ULL, mb), k), t->rank);
+    uint64_t h = fnv1a_i64(fnv1a_i64(fnv1a_i64(IPU_FNV64_BASIS, mb), k), t->rank);
     for (int d = 0; d < t->rank; d++)
         h = fnv1a_i64(h, t->dims[d]);
-    h = fnv1a(h, t->data, t->data ? ipu_tensor_nbytes(t) : 0);
+    h = ipu_fnv1a64(h, t->data, t->data ? ipu_tensor_nbytes(t) : 0);
     h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
     h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
     return h ^ (h >> 31);

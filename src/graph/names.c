@@ -2,15 +2,14 @@
  * of-two table of value indices (-1 empty), at most half full. */
 #include "graph/names.h"
 
-#include <stdint.h>
+#include "common/hash.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 static size_t hash_name(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    uint64_t h = ipu_fnv1a64(IPU_FNV64_BASIS, s, strlen(s));
     return (size_t)(h ^ (h >> 32));
 }
 

@@ -291,10 +291,10 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
         np=${ranks%%|*} extra=${ranks#*|}; ranks="-np $np${extra:+ $extra}"
         for bad in "wrong_batch|float\[2,8\]|shape|give a tensor of that shape" "wrong_rank|float\[8\]|shape|give a tensor of that shape" \
                    "wrong_dtype|double\[1,8\]|dtype|write the file as float"; do
-            dir=${bad%%|*} rest=${bad#*|}; got=${rest%%|*} rest=${rest#*|}; what=${rest%%|*} todo=${rest#*|}
+            dir=${bad%%|*} rest=${bad#*|}; got=${rest%%|*} rest=${rest#*|}; what=${rest%%|*} advice=${rest#*|}
             rm -rf "$W/bad_out"
             # shellcheck disable=SC2086
-            expect 2 "mpirun $ranks: $dir" "^ipu-exec: $F/$dir/input_0.pb: input 0 'x' is $got but the model's input is float\[1,8\]: the file's $what differs from the model's; $todo\$" -- mpi -np "$np" "$EXE" "$F/model.onnx" --inputs "$F/$dir" --output-dir "$W/bad_out" $extra
+            expect 2 "mpirun $ranks: $dir" "^ipu-exec: $F/$dir/input_0.pb: input 0 'x' is $got but the model's input is float\[1,8\]: the file's $what differs from the model's; $advice\$" -- mpi -np "$np" "$EXE" "$F/model.onnx" --inputs "$F/$dir" --output-dir "$W/bad_out" $extra
             [ "$(grep -c "ipu-exec" "$W/err")" -eq 1 ] && ! grep -q "^pipeline:\|latency" "$W/out" && [ ! -e "$W/bad_out/output_0.pb" ] &&
                 ok "mpirun $ranks: $dir said once, nothing ran" || fail "mpirun $ranks: $dir: $(cat "$W/out" "$W/err")"
         done

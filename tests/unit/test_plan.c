@@ -224,6 +224,23 @@ static void test_residual_in_place(void **state)
     check_res("a stage output", 2, y_a, 0, "a", 0);
 }
 
+/* The lifetimes of values 0..nn of a random DAG (value 0 the input, one
+ * output per node), recomputed independently of the planner: [the step
+ * that defines it, the step of its last use], the output live to the end. */
+static void lifetimes(const ipu_graph_t *g, int nn, int *first, int *last)
+{
+    for (int v = 0; v <= nn; v++)
+        first[v] = last[v] = -1;
+    first[0] = last[0] = 0;
+    for (int s = 0; s < g->n_nodes; s++) {
+        const ipu_node_t *nd = &g->nodes[g->order[s]];
+        for (int k = 0; k < nd->n_inputs; k++)
+            last[nd->inputs[k]] = 2 * s + 1;
+        first[nd->outputs[0]] = last[nd->outputs[0]] = 2 * s + 1;
+    }
+    last[g->outputs[0]] = 2 * g->n_nodes + 1;
+}
+
 /* Random DAGs: each node sums 1-3 earlier values; sizes vary. Brute force:
  * values whose lifetimes overlap never overlap in memory, and the arena is
  * never larger than all buffers laid end to end. */
@@ -250,18 +267,8 @@ static void test_random_dags_no_overlap(void **state)
         prepared(g, 64);
         ipu_buffer_plan_t p;
         assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 1, &p), IPU_OK);
-        /* lifetimes recomputed independently: [def step, last use step] */
         int first[64], last[64];
-        for (int v = 0; v <= nn; v++)
-            first[v] = last[v] = -1;
-        first[0] = last[0] = 0;
-        for (int s = 0; s < g->n_nodes; s++) {
-            const ipu_node_t *nd = &g->nodes[g->order[s]];
-            for (int k = 0; k < nd->n_inputs; k++)
-                last[nd->inputs[k]] = 2 * s + 1;
-            first[nd->outputs[0]] = last[nd->outputs[0]] = 2 * s + 1;
-        }
-        last[g->outputs[0]] = 2 * g->n_nodes + 1;
+        lifetimes(g, nn, first, last);
         for (int u = 0; u <= nn; u++)
             for (int v = u + 1; v <= nn; v++) {
                 if (p.offset[u] == p.offset[v]) /* may be an alias pair */
@@ -309,16 +316,7 @@ static void test_long_dags_first_fit(void **state)
         prepared(g, 64);
         ipu_buffer_plan_t p;
         assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 1, &p), IPU_OK);
-        for (int v = 0; v <= nn; v++)
-            first[v] = last[v] = -1;
-        first[0] = last[0] = 0;
-        for (int s = 0; s < g->n_nodes; s++) {
-            const ipu_node_t *nd = &g->nodes[g->order[s]];
-            for (int k = 0; k < nd->n_inputs; k++)
-                last[nd->inputs[k]] = 2 * s + 1;
-            first[nd->outputs[0]] = last[nd->outputs[0]] = 2 * s + 1;
-        }
-        last[g->outputs[0]] = 2 * g->n_nodes + 1;
+        lifetimes(g, nn, first, last);
         int most = 0;
         memset(live, 0, sizeof(live));
         for (int v = 0; v <= nn; v++)
