@@ -117,8 +117,10 @@ ort_round() {
         { echo "  $(basename "$2") printed no median" >&2; return 1; }
 }
 
-# the CPU and the instruction set oneDNN dispatches to there, as ipu-exec info says
-isa=$("$IPU_EXEC" info 2>/dev/null | sed -n 's/.*; cpu \(.*\), \(oneDNN [0-9.]*\) isa \([a-z0-9_]*\);.*/\1; \2 isa \3/p' | head -n 1)
+# the CPU, the instruction set oneDNN dispatches to there and the layout
+# convolutions ask for, as ipu-exec info says
+isa=$("$IPU_EXEC" info 2>/dev/null |
+    sed -n 's/.*; cpu \(.*\), \(oneDNN [0-9.]*\) isa \([a-z0-9_]*\); \(conv layout [a-z]*\);.*/\1; \2 isa \3, \4/p' | head -n 1)
 echo "ipu-exec vs $peer_version:" \
      "batch $batch, $threads thread$([ "$threads" -gt 1 ] && echo s) each, core$([ "$threads" -gt 1 ] && echo s) $core, $rounds rounds x $runs runs" \
      "(${isa:-$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')})"

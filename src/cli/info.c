@@ -127,10 +127,11 @@ int cli_info_main(int argc, char **argv)
     }
     if (st == IPU_OK)
         snprintf(line, sizeof(line), "rank %d: host %s, local rank %d of %d, NUMA node %d, %d cores, "
-                 "%d IPU%s: %s%s; process cpus %s; cpu %s, %s isa %s; %s", rank, host, lrank, lsize,
-                 b.numa, b.n_cores, b.n_ipus, b.n_ipus > 1 ? "s" : "", cores,
+                 "%d IPU%s: %s%s; process cpus %s; cpu %s, %s isa %s; conv layout %s; %s", rank, host,
+                 lrank, lsize, b.numa, b.n_cores, b.n_ipus, b.n_ipus > 1 ? "s" : "", cores,
                  b.shared ? " (cores shared: more workers x threads than cores)" : "", allowed,
-                 ipu_cpu_model(cpu, sizeof(cpu)), ipu_dnn_version(), ipu_dnn_isa(), tls);
+                 ipu_cpu_model(cpu, sizeof(cpu)), ipu_dnn_version(), ipu_dnn_isa(),
+                 ipu_dnn_layout_name(ipu_dnn_layout_wanted()), tls);
     else
         snprintf(line, sizeof(line), "rank %d: %s", rank, ipu_error_message());
     char *all = rank == 0 ? malloc((size_t)size * LINE) : NULL;

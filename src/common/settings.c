@@ -37,6 +37,13 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
                                    "3x3 stride-1 convolutions run on oneDNN's Winograd kernels where the CPU has "
                                    "them (fewer multiplications; results within --check's tolerances, not "
                                    "bit-equal to direct); 0: direct convolution only"},
+    [IPU_SET_IPU_EXEC_CONV_LAYOUT] = {"IPU_EXEC_CONV_LAYOUT", IPU_SETTING_CHOICE, "auto", NULL, 0, 0, 0,
+                                      CHOICES("auto", "blocked", "onednn"),
+                                      "the activations' layout convolutions ask for: blocked (oneDNN's "
+                                      "channel-blocked, its jit kernels), onednn (what its chosen kernel "
+                                      "prefers: channels-last on AVX-512); auto: blocked on AVX-512 CPUs "
+                                      "other than Intel's, where oneDNN 2.6 guesses the cache sizes its "
+                                      "channels-last kernels block for; agreed by the ranks"},
     /* oneDNN's own (it reads them itself): read here only to know the
      * instruction set a rank will use before oneDNN fixes it */
     [IPU_SET_ONEDNN_MAX_CPU_ISA] = {"ONEDNN_MAX_CPU_ISA", IPU_SETTING_CHOICE, "all", NULL, 0, 0, 0, ISAS,

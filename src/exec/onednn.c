@@ -572,6 +572,44 @@ int ipu_dnn_chained_dst(const ipu_dnn_t *p)
     return p && (p->chain_dst || p->relaid);
 }
 
+dnnl_format_tag_t dnn_blocked_tag(int nd, int bs)
+{
+    static const dnnl_format_tag_t tags[3][3] = {
+        {dnnl_aBc16b, dnnl_aBcd16b, dnnl_aBcde16b},
+        {dnnl_aBc8b, dnnl_aBcd8b, dnnl_aBcde8b},
+        {dnnl_aBc4b, dnnl_aBcd4b, dnnl_aBcde4b},
+    };
+    int b = bs == 16 ? 0 : bs == 8 ? 1 : bs == 4 ? 2 : -1;
+    return b < 0 || nd < 1 || nd > 3 ? dnnl_format_tag_undef : tags[b][nd - 1];
+}
+
+int dnn_channel_block(void)
+{
+    unsigned core = (unsigned)dnnl_cpu_isa_avx512_core;
+    return ((unsigned)dnnl_get_effective_cpu_isa() & core) == core ? 16 : 8;
+}
+
+int dnn_channel_blocked(const dnnl_memory_desc_t *md)
+{
+    const int r = md->ndims;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (r < 3 || r > 5 || md->format_kind != dnnl_blocked || b->inner_nblks != 1 ||
+        b->inner_idxs[0] != 1 || md->padded_dims[1] != md->dims[1])
+        return 0;
+    const int bs = (int)b->inner_blks[0];
+    dnnl_memory_desc_t m;
+    return dnnl_memory_desc_init_by_tag(&m, r, md->dims, dnnl_f32, dnn_blocked_tag(r - 2, bs)) ==
+                       dnnl_success &&
+                   dnnl_memory_desc_equal(&m, md)
+               ? bs
+               : 0;
+}
+
+int ipu_dnn_out_channel_blocked(const ipu_dnn_t *p)
+{
+    return p && p->dst_out && dnn_channel_blocked(dnn_out_md(p)) > 0;
+}
+
 int dnn_is_channels_last(const dnnl_memory_desc_t *md)
 {
     const int r = md->ndims;

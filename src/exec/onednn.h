@@ -381,6 +381,16 @@ ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p);
  * channels (the ones oneDNN 2.6 has there are slower than a pass over the
  * rows: batch normalization, concat). 0 otherwise and for NULL. */
 int ipu_dnn_channels_last_io(const ipu_dnn_t *p);
+/* 1 when p is a concat that, as the layout pass left it, reads every
+ * source and writes Y in one channel-blocked layout, each source's
+ * channels a whole number of blocks: an image's channels of each source are
+ * then one run of memory, where NCHW has them, and the concat is ours on
+ * NCHW's dims (oneDNN 2.6's concat copies such layouts element by element).
+ * 0 otherwise and for NULL. */
+int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p);
+/* 1 when p writes its output in a channel-blocked layout of whole blocks
+ * (no padded channels) where the layout pass keeps it; 0 otherwise. */
+int ipu_dnn_out_channel_blocked(const ipu_dnn_t *p);
 
 /* 1 when the layout pass made p write its output in a layout other than
  * ours: its own (ipu_dnn_set_chain's dst_blocked) or channels-last
@@ -409,6 +419,23 @@ int ipu_dnn_cap_isa(unsigned mask);
 uint32_t ipu_dnn_node_impl(const ipu_node_t *n);
 /* 1 if that ISA is at least AVX2. */
 int ipu_dnn_isa_avx2(void);
+
+/* The layout convolutions ask for their activations in (IPU_EXEC_CONV_LAYOUT):
+ * ONEDNN, the one the kernel oneDNN picks prefers (channels-last for its
+ * brgemm kernels on AVX-512), or BLOCKED, oneDNN's channel-blocked layout
+ * (16 channels a block on AVX-512, 8 below: its jit kernels). The layout
+ * pass then keeps what each convolution writes for its readers. */
+typedef enum { IPU_DNN_LAYOUT_ONEDNN, IPU_DNN_LAYOUT_BLOCKED } ipu_dnn_layout_t;
+/* This process's choice: the setting's, or for "auto" BLOCKED where oneDNN
+ * would run brgemm kernels (AVX-512) blocked for cache sizes it guesses:
+ * oneDNN 2.6 reads them from CPUID leaf 4, on Intel CPUs only. */
+ipu_dnn_layout_t ipu_dnn_layout_wanted(void);
+/* Set the layout every rank agreed on (before any primitive is made); the
+ * default is ipu_dnn_layout_wanted(). */
+void ipu_dnn_set_layout(ipu_dnn_layout_t layout);
+ipu_dnn_layout_t ipu_dnn_layout(void);
+/* "blocked" or "onednn". */
+const char *ipu_dnn_layout_name(ipu_dnn_layout_t layout);
 /* "oneDNN 2.6.3" (static string). */
 const char *ipu_dnn_version(void);
 /* The CPU model ("model name" of /proc/cpuinfo) into buf; "unknown" when

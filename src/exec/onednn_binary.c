@@ -38,6 +38,39 @@ static dnnl_status_t b_md_like(const dnnl_memory_desc_t *a, const ipu_dnn_shape_
     return dnn_md_of(&s, out);
 }
 
+/* B's descriptor for A read in layout a (ours: src): where a is blocked
+ * on the channels, only a B of A's channels and 1 elsewhere but the batch
+ * (a per-channel scale, as a squeeze-and-excitation block's), described in
+ * a's blocking, which addresses such a B as ours does (oneDNN 2.6 has only
+ * its reference kernel for a blocked A with a B in another layout); B of
+ * A's dims is read across a blocked A by no kernel of ours either. */
+static ipu_status_t b_md_for(const ipu_node_t *n, const dnnl_memory_desc_t *a,
+                             const dnnl_memory_desc_t *src, const ipu_dnn_shape_t *bs, int64_t na,
+                             int64_t nb, dnnl_memory_desc_t *out)
+{
+    ipu_status_t st = IPU_OK;
+    if (dnnl_memory_desc_equal(a, src) ||
+        (a->format_kind == dnnl_blocked && a->format_desc.blocking.inner_nblks == 0 && nb != na)) {
+        DNN_TRY(b_md_like(a, bs, out), "describing B");
+        return IPU_OK;
+    }
+    const int blk = dnn_channel_blocked(a);
+    int per_channel = blk > 0 && bs->rank >= 3 && bs->dims[1] == a->dims[1];
+    for (int i = 2; i < bs->rank && per_channel; i++)
+        per_channel = bs->dims[i] == 1;
+    if (!per_channel)
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN binary: A in a blocked layout, B not "
+                            "one value per channel");
+    dnnl_dims_t dims;
+    for (int i = 0; i < bs->rank; i++)
+        dims[i] = bs->dims[i];
+    DNN_TRY(dnnl_memory_desc_init_by_tag(out, bs->rank, dims, dnnl_f32,
+                                         dnn_blocked_tag(bs->rank - 2, blk)),
+            "describing B");
+out:
+    return st;
+}
+
 ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
                             const ipu_dnn_t *like, ipu_dnn_t **out)
 {
@@ -65,14 +98,8 @@ ipu_status_t ipu_dnn_binary(const ipu_node_t *n, const ipu_dnn_binary_desc_t *d,
     DNN_TRY(dnn_md_of(&as, &src), "describing A");
     dst = src;
     src_prim = like && dnn_same_dims(dnn_out_md(like), d->rank, d->a) ? *dnn_out_md(like) : src;
-    if (!dnnl_memory_desc_equal(&src_prim, &src) &&
-        (src_prim.format_kind != dnnl_blocked || src_prim.format_desc.blocking.inner_nblks > 0 ||
-         nb == na)) {
-        st = ipu_op_error(IPU_ERR_UNSUPPORTED, n, "oneDNN binary: A in a blocked layout, or B "
-                          "of A's dims read across it");
+    if ((st = b_md_for(n, &src_prim, &src, &bs, na, nb, &b_md)) != IPU_OK)
         goto out;
-    }
-    DNN_TRY(b_md_like(&src_prim, &bs, &b_md), "describing B");
     /* Y in the layout the primitive picks for A's: A's own */
     {
         dnnl_dims_t dims;

@@ -40,6 +40,17 @@ int dnn_concat_sources_channels_last(const struct dnn_concat *c)
     return 1;
 }
 
+int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p)
+{
+    if (p == NULL || p->cat == NULL || !p->chain_dst)
+        return 0;
+    const int bs = dnn_channel_blocked(&p->dst_md);
+    for (int k = 0; k < p->cat->n_src && bs; k++)
+        if (dnn_channel_blocked(&p->cat->md[k]) != bs)
+            return 0;
+    return bs > 0;
+}
+
 /* The layouts a source may be in, per spatial rank (1 to 3): ours, then
  * channels-last, then oneDNN's channel-blocked ones. */
 enum { N_TAGS = 5 };

@@ -1,6 +1,7 @@
 /* The oneDNN layer (onednn.h): convolutions. */
 #include "exec/onednn_impl.h"
 
+#include "common/log.h"
 #include "common/settings.h"
 
 static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
@@ -66,32 +67,51 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
             "describing W");
-    /* the activations in the layout the primitive prefers, reordered to and
-     * from ours inside the op unless ipu_dnn_set_chain() says otherwise:
-     * faster than the primitives that take plain NCHW (pointwise ones
-     * included, once chained) */
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, dnnl_format_tag_any),
-            "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, dnnl_format_tag_any),
-            "describing Y");
-    /* the post-ops; a residual fills Y before the run (a sum post-op) */
+    /* the activations in the layout the primitive prefers (or the blocked
+     * one, ipu_dnn_layout()), reordered to and from ours inside the op
+     * unless ipu_dnn_set_chain() says otherwise: faster than the
+     * primitives that take plain NCHW (pointwise ones included, once
+     * chained) */
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, &d->post, p, &attr), "setting the attributes");
-    /* Winograd first where it may apply (oneDNN has it for 3x3 stride-1
-     * kernels on AVX-512 CPUs, with some post-ops), else direct: the choice
-     * depends only on the shapes, the attributes and the CPU's ISA, so
-     * every rank on the same ISA makes the same one */
-    for (int a = winograd_candidate(d) ? 0 : 1; a < 2 && pd == NULL; a++) {
-        DNN_TRY(dnnl_dilated_convolution_forward_desc_init(
-                    &desc, dnnl_forward_inference,
-                    a == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct, &src_any,
-                    &wei_any, d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
-                "describing the convolution");
-        dnnl_status_t s = dnn_pd_create(&pd, &desc, attr);
-        if (s != dnnl_success && (a == 1 || s != dnnl_unimplemented))
-            DNN_TRY(s, "choosing a convolution implementation");
-        if (s != dnnl_success)
-            pd = NULL;
+    int got_blocked = 0;
+    for (int blocked = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED; blocked >= 0 && pd == NULL;
+         blocked--) {
+        /* blocked: an image's few channels (under a block) are read as
+         * they are, by oneDNN's first-convolution kernel */
+        const int bs = dnn_channel_block();
+        dnnl_format_tag_t xt = !blocked ? dnnl_format_tag_any
+                               : d->C < bs ? dnn_plain_tag(nd) : dnn_blocked_tag(nd, bs),
+                          yt = blocked ? dnn_blocked_tag(nd, bs) : dnnl_format_tag_any;
+        DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, xt), "describing X");
+        DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, yt), "describing Y");
+        /* Winograd first where it may apply (oneDNN has it for 3x3
+         * stride-1 kernels on AVX-512 CPUs, with some post-ops), else
+         * direct: the choice depends only on the shapes, the attributes,
+         * the CPU's ISA and the agreed layout, so every rank on the same
+         * ISA makes the same one; a blocked request with no kernel but the
+         * reference one is asked again in oneDNN's layout */
+        for (int a = winograd_candidate(d) ? 0 : 1; a < 2 && pd == NULL; a++) {
+            DNN_TRY(dnnl_dilated_convolution_forward_desc_init(
+                        &desc, dnnl_forward_inference,
+                        a == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct, &src_any,
+                        &wei_any, d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
+                    "describing the convolution");
+            dnnl_status_t s = dnn_pd_create(&pd, &desc, attr);
+            if (s != dnnl_success && !blocked && (a == 1 || s != dnnl_unimplemented))
+                DNN_TRY(s, "choosing a convolution implementation");
+            if (s != dnnl_success)
+                pd = NULL;
+            else if (blocked && dnn_pd_is_ref(pd)) {
+                dnnl_primitive_desc_destroy(pd);
+                pd = NULL;
+            } else {
+                got_blocked = blocked;
+            }
+        }
     }
+    if (pd)
+        ipu_debug("node '%s' (%s): activations in %s", n->name, n->op_type,
+                  got_blocked ? "oneDNN's channel-blocked layout" : "the layout its kernel prefers");
     p->wei_user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;

@@ -206,6 +206,39 @@ int ipu_dnn_isa_avx2(void)
     return i != dnnl_cpu_isa_all && (i & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
 }
 
+static atomic_int g_layout = -1; /* -1: not set, ipu_dnn_layout_wanted() */
+
+ipu_dnn_layout_t ipu_dnn_layout_wanted(void)
+{
+    int choice = 0;
+    ipu_setting_choice(IPU_SET_IPU_EXEC_CONV_LAYOUT, &choice);
+    if (choice > 0)
+        return choice == 1 ? IPU_DNN_LAYOUT_BLOCKED : IPU_DNN_LAYOUT_ONEDNN;
+    unsigned core = (unsigned)dnnl_cpu_isa_avx512_core;
+    return (ipu_dnn_isa_mask() & core) == core && !__builtin_cpu_is("intel") ? IPU_DNN_LAYOUT_BLOCKED
+                                                                              : IPU_DNN_LAYOUT_ONEDNN;
+}
+
+void ipu_dnn_set_layout(ipu_dnn_layout_t layout)
+{
+    atomic_store(&g_layout, (int)layout);
+}
+
+ipu_dnn_layout_t ipu_dnn_layout(void)
+{
+    int l = atomic_load(&g_layout);
+    if (l < 0) {
+        l = (int)ipu_dnn_layout_wanted();
+        atomic_store(&g_layout, l);
+    }
+    return (ipu_dnn_layout_t)l;
+}
+
+const char *ipu_dnn_layout_name(ipu_dnn_layout_t layout)
+{
+    return layout == IPU_DNN_LAYOUT_BLOCKED ? "blocked" : "onednn";
+}
+
 static char g_version[48];
 
 static void version_init(void)

@@ -104,6 +104,16 @@ static inline dnnl_format_tag_t dnn_plain_tag(int nd)
     return nd == 1 ? dnnl_ncw : nd == 2 ? dnnl_nchw : dnnl_ncdhw;
 }
 
+/* oneDNN's channel-blocked layout of an activation of nd spatial dims (1
+ * to 3) in blocks of bs (16, 8 or 4) channels: aBc16b, aBcd16b, ... */
+dnnl_format_tag_t dnn_blocked_tag(int nd, int bs);
+/* The channels a block of oneDNN's jit kernels holds on this ISA: 16 on
+ * AVX-512 (one vector), else 8. */
+int dnn_channel_block(void);
+/* The block (16, 8 or 4) when md is an activation (3 to 5 dims) in
+ * dnn_blocked_tag()'s layout with no padded channels, else 0. */
+int dnn_channel_blocked(const dnnl_memory_desc_t *md);
+
 /* The process's CPU engine, made once (NULL when that failed:
  * dnn_engine_status() says why). */
 dnnl_engine_t dnn_engine(void);

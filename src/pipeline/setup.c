@@ -151,37 +151,50 @@ static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const 
     free(keep);
 }
 
-/* The instruction set of every rank's oneDNN: the highest that all ranks
- * have, agreed and set before any primitive is made (inferring the shapes
- * makes them, rank 0's measuring runs them), so that ranks holding the
- * same stage make the same kernels; rank 0 says so when a cap was set. */
+/* The instruction set of every rank's oneDNN and the layout its
+ * convolutions ask for: the highest ISA that all ranks have, and the
+ * blocked layout only where every rank wants it, agreed and set before any
+ * primitive is made (inferring the shapes makes them, rank 0's measuring
+ * runs them), so that ranks holding the same stage make the same kernels;
+ * rank 0 says so when a cap or a layout was set against a rank's own. */
 static ipu_status_t agree_isa(pipe_t *pp, MPI_Comm comm, int *lost)
 {
-    uint32_t mine = ipu_dnn_isa_mask(), meet = ~0u;
-    uint32_t *all = calloc((size_t)pp->world, sizeof(uint32_t));
+    uint32_t mine[2] = {ipu_dnn_isa_mask(), (uint32_t)ipu_dnn_layout_wanted()}, meet = ~0u;
+    uint32_t *all = calloc(2 * (size_t)pp->world, sizeof(uint32_t));
     ipu_status_t st = all ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
-    st = ipu_fault_gather(&pp->fault, comm, st, "the instruction set oneDNN dispatches to", 1, &mine,
-                          all ? 1 : 0, all, lost);
+    st = ipu_fault_gather(&pp->fault, comm, st, "the instruction set oneDNN dispatches to", 1, mine,
+                          all ? 2 : 0, all, lost);
     if (st != IPU_OK) {
         free(all);
         return st;
     }
-    for (int r = 0; r < pp->world; r++)
-        meet &= all[r];
+    int wants = -1, not = -1; /* a rank that wants the blocked layout, one that does not */
+    for (int r = 0; r < pp->world; r++) {
+        meet &= all[2 * r];
+        if (all[2 * r + 1] == IPU_DNN_LAYOUT_BLOCKED)
+            wants = wants < 0 ? r : wants;
+        else
+            not = not < 0 ? r : not;
+    }
     int low = -1, high = -1; /* a rank on the highest all have, one above it */
     for (int r = 0; r < pp->world; r++) {
-        int above = strcmp(ipu_dnn_isa_top(all[r]), ipu_dnn_isa_top(meet)) != 0;
+        int above = strcmp(ipu_dnn_isa_top(all[2 * r]), ipu_dnn_isa_top(meet)) != 0;
         if (above && high < 0)
             high = r;
         if (!above && low < 0)
             low = r;
     }
     int capped = ipu_dnn_cap_isa(meet);
+    ipu_dnn_set_layout(not < 0 ? IPU_DNN_LAYOUT_BLOCKED : IPU_DNN_LAYOUT_ONEDNN);
     if (pp->rank == 0 && high >= 0)
         ipu_warn("oneDNN capped to the instruction set %s on every rank, the highest all ranks have "
                  "(rank %d has %s, rank %d %s), so that ranks holding the same stage run the same "
-                 "kernels", ipu_dnn_isa_top(meet), high, ipu_dnn_isa_top(all[high]), low < 0 ? 0 : low,
-                 low < 0 ? "less" : ipu_dnn_isa_top(all[low]));
+                 "kernels", ipu_dnn_isa_top(meet), high, ipu_dnn_isa_top(all[2 * high]), low < 0 ? 0 : low,
+                 low < 0 ? "less" : ipu_dnn_isa_top(all[2 * low]));
+    if (pp->rank == 0 && wants >= 0 && not >= 0)
+        ipu_warn("convolutions ask for oneDNN's layout on every rank, not the blocked one (rank %d "
+                 "wants it, rank %d not: IPU_EXEC_CONV_LAYOUT or the CPU), so that ranks holding "
+                 "the same stage run the same kernels", wants, not);
     free(all);
     return capped < 0 ? (ipu_status_t)capped : IPU_OK;
 }

@@ -110,24 +110,38 @@ class Dense(torch.nn.Module):
 
 
 class SEChain(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, in_ch=8, n_proj=6):
         super().__init__()
         nn = torch.nn
-        self.expand = nn.Conv2d(8, 32, 1)
+        self.expand = nn.Conv2d(in_ch, 32, 1)
         self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
         self.fc1 = nn.Conv2d(32, 8, 1)
         self.fc2 = nn.Conv2d(8, 32, 1)
-        self.proj = nn.ModuleList(nn.Conv2d(32, 16, 1) for _ in range(6))
+        self.proj = nn.ModuleList(nn.Conv2d(32, 16, 1) for _ in range(n_proj))
 
-    def forward(self, x):
+    def squeeze_excite(self, x):
         F = torch.nn.functional
         y = F.silu(self.dw(F.silu(self.expand(x))))
-        scale = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        return y, torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+
+    def forward(self, x):
+        y, scale = self.squeeze_excite(x)
         t = scale.mean()
         p = self.proj
         d = y - scale
         return (p[0](scale * y), p[1](y * scale), p[2](y + scale), p[3](d), p[4](y / scale),
                 p[5](y * t), d)
+
+
+class SEBlock(SEChain):
+    """EfficientNet's block: the squeeze-and-excitation scale multiplies
+    the depthwise Conv's output per channel, whole blocks of 16 channels."""
+    def __init__(self):
+        super().__init__(16, 1)
+
+    def forward(self, x):
+        y, scale = self.squeeze_excite(x)
+        return (self.proj[0](y * scale),)
 
 
 class ConcatChain(torch.nn.Module):
@@ -262,6 +276,7 @@ export("conv_acts", ConvActs(), (torch.randn(1, 3, 12, 12),))
 export("clip_inverted", ClipInverted(), (torch.randn(1, 3, 6, 6),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
+export("se_block", SEBlock(), (torch.randn(2, 16, 10, 10),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
 export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))

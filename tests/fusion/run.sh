@@ -11,7 +11,11 @@
 # oneDNN's layouts, and a DenseNet block's features, which only Concats
 # read, channels-last (its Concats and BatchNormalizations then run on
 # their own channels-last loops, over the IPU's 2 threads on 64x64); in
-# lrn_deconv it keeps an LRN's and a ConvTranspose's in them.
+# lrn_deconv it keeps an LRN's and a ConvTranspose's in them. These run
+# with convolutions in the layout oneDNN's kernels prefer
+# (IPU_EXEC_CONV_LAYOUT=onednn); with oneDNN's channel-blocked one
+# (=blocked), EfficientNet's squeeze-and-excitation scale and a DenseNet
+# block's Concats read the blocked layout as it is.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${PYTHON_REF:=/usr/bin/python3}"
 EXE="$top_builddir/ipu-exec"
@@ -25,9 +29,10 @@ fails=0
 run() {
     run_m=$1 run_k=$2
     shift 2
-    IPU_EXEC_LOG_LEVEL=debug "$EXE" "$W/$run_m/model.onnx" --check "$@" >"$W/out" 2>"$W/err"; rc=$?
+    IPU_EXEC_CONV_LAYOUT=${LAYOUT:-onednn} IPU_EXEC_LOG_LEVEL=debug "$EXE" "$W/$run_m/model.onnx" \
+        --check "$@" >"$W/out" 2>"$W/err"; rc=$?
     set -- "$run_m" "$run_k"
-    if [ "$rc" -ne 0 ] || ! grep -q "^check: $2 outputs of 1 micro-batch ok" "$W/out"; then
+    if [ "$rc" -ne 0 ] || ! grep -q "^check: $2 outputs* of 1 micro-batch ok" "$W/out"; then
         echo "FAIL: $1: exit $rc"; cat "$W/out" "$W/err"; fails=$((fails + 1))
     else
         echo "ok: $1 matches PyTorch"
@@ -96,7 +101,7 @@ for m in concat_chain concat_chain_b2 concat_chain_64; do
 done
 # plan --measure times the nodes as a run has them: fused and in the layouts
 # the layout pass chose
-if IPU_EXEC_LOG_LEVEL=debug "$EXE" plan "$W/concat_chain/model.onnx" --measure --stages 2 >"$W/out" 2>"$W/err" &&
+if IPU_EXEC_CONV_LAYOUT=onednn IPU_EXEC_LOG_LEVEL=debug "$EXE" plan "$W/concat_chain/model.onnx" --measure --stages 2 >"$W/out" 2>"$W/err" &&
     grep -qF "node '/Concat' (Concat): output kept in oneDNN's layout" "$W/err"; then
     echo "ok: plan --measure runs the layout pass"
 else
@@ -115,6 +120,29 @@ for m in lrn_deconv lrn_deconv_b2; do
     kept $m lrn5 LRN 1
     kept $m conv_b Conv 1
     kept $m up ConvTranspose 1
+done
+# oneDNN's channel-blocked layout: the per-channel Mul of a
+# squeeze-and-excitation block reads the depthwise Conv's output as it is
+# (oneDNN's binary, its scale described in the same blocking), and so does
+# the pool; a DenseNet block's features in whole blocks stay blocked for
+# their Concats, which copy each as one run per image
+for l in onednn blocked; do
+    LAYOUT=$l run se_block 1
+    kept "se_block ($l)" /dw/Conv Conv 2
+    kept "se_block ($l)" /Mul_3 Mul 1
+done
+n=$(grep "(Conv): activations in oneDNN's channel-blocked layout" "$W/err" | sed "s/.*node '//" | sort -u | grep -c .)
+[ "$n" -eq 5 ] && echo "ok: se_block (blocked): its 5 Convs ask for the blocked layout" ||
+    { echo "FAIL: se_block (blocked): $n of 5 Convs in the blocked layout"; fails=$((fails + 1)); }
+LAYOUT=blocked run se_chain 7
+for m in concat_chain concat_chain_b2; do
+    LAYOUT=blocked run $m 2
+    for f in "/block_in/Conv 4" "/dense_3x3.0/Conv 3" "/dense_3x3.1/Conv 2"; do
+        kept "$m (blocked)" "${f% *}" Conv "${f#* }"
+    done
+    for node in /Concat /Concat_3 /Concat_4; do
+        kept "$m (blocked)" $node Concat 1
+    done
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

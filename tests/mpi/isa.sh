@@ -4,7 +4,8 @@
 # replica too, said once, and the two replicas' outputs are byte-identical
 # to the one-rank run capped the same way; replicas that made different
 # oneDNN implementations for a node (one rank without Winograd) fail before
-# any transfer with one line naming both ranks and the node.
+# any transfer with one line naming both ranks and the node. The layout
+# convolutions ask for is agreed the same way.
 set -u
 . "$(dirname "$0")/common.sh"
 W=$(mktemp -d)
@@ -44,5 +45,21 @@ case "$isa" in avx512_core*)
     else fail "the kernels check (exit $rc)"; echo "$OUT" | tail -5; fi ;;
 *) echo "kernels check skipped: no Winograd on $isa" ;;
 esac
+# the layout convolutions ask for (IPU_EXEC_CONV_LAYOUT), agreed like the
+# ISA: the blocked one only where every rank wants it, said once, and the
+# replicas' outputs are byte-identical to one rank asking for oneDNN's
+m=$CACHE/op13/resnet18/model.onnx
+IPU_EXEC_CONV_LAYOUT=onednn "$EXE" "$m" --batches 2 --output-dir "$W/lref" >/dev/null 2>"$W/err" ||
+    { fail "one-rank run with IPU_EXEC_CONV_LAYOUT=onednn"; cat "$W/err"; }
+OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_CONV_LAYOUT=onednn "$EXE" "$m" --batches 2 --replicas 2 \
+    --output-dir "$W/lout" : -np 1 -x IPU_EXEC_CONV_LAYOUT=blocked "$EXE" "$m" --batches 2 --replicas 2 \
+    --output-dir "$W/lout" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$(echo "$OUT" | grep -c "convolutions ask for oneDNN's layout on every rank")" -eq 1 ] &&
+    echo "$OUT" | grep -q "rank 1 wants it, rank 0 not"; then
+    ok "rank 1 wants the blocked layout, rank 0 not: oneDNN's on both, said once"
+else fail "the layout agreement (exit $rc)"; echo "$OUT" | tail -5; fi
+diff -r "$W/lref" "$W/lout" >/dev/null && ok "those replicas' outputs are identical to one rank in oneDNN's layout" ||
+    fail "replicas with the agreed layout differ from the one-rank run"
 echo "isa: $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -199,7 +199,7 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
                      2 * ipu_tensor_nbytes(&out[0]), concat_channels_last, &a);
         return IPU_OK;
     }
-    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {
+    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p) && !ipu_dnn_concat_blocked_io(s->dnn.p)) {
         size_t at = (ipu_dnn_scratch(s->dnn.p) + 63) / 64 * 64;
         const float **src = (const float **)(void *)((char *)ctx->scratch + at);
         if (ctx->scratch_bytes < at + (size_t)n->n_inputs * sizeof(float *))
