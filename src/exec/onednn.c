@@ -641,25 +641,28 @@ static dnnl_format_tag_t channels_last_tag(int r)
     return r == 3 ? dnnl_acb : r == 4 ? dnnl_acdb : dnnl_acdeb;
 }
 
-ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p)
+ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int *blocked)
 {
     ipu_status_t st = IPU_OK;
     dnnl_memory_desc_t cl;
     dnnl_primitive_t r = NULL;
     size_t pad = p->pad_bytes;
-    const int rank = p->dst_md.ndims;
+    const int rank = p->dst_md.ndims, bs = dnn_channel_block(),
+              block = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED && p->dst_md.dims[1] % bs == 0 ? bs : 0;
+    *blocked = block > 0;
     if (rank < 3 || rank > 5)
-        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "a rank %d output kept channels-last", rank);
+        return ipu_op_error(IPU_ERR_UNSUPPORTED, n, "a rank %d output relaid for Concats", rank);
     if (p->chain_dst)
         return ipu_op_error(IPU_ERR_INTERNAL, n, "output already kept in the primitive's layout");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&cl, rank, p->dst_md.dims, dnnl_f32,
-                                         channels_last_tag(rank)),
-            "describing Y channels-last");
+                                         block > 0 ? dnn_blocked_tag(rank - 2, block)
+                                                   : channels_last_tag(rank)),
+            "describing Y's layout for Concats");
     if (dnnl_memory_desc_equal(&cl, &p->dst_md)) { /* its own layout already */
         p->chain_dst = 1;
         return IPU_OK;
     }
-    DNN_TRY(dnn_make_reorder(&p->dst_md, &cl, 1, &pad, &r), "reordering Y channels-last");
+    DNN_TRY(dnn_make_reorder(&p->dst_md, &cl, 1, &pad, &r), "reordering Y for Concats");
     if (p->dst_out)
         dnnl_primitive_destroy(p->dst_out);
     p->dst_out = r;

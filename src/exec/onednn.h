@@ -365,15 +365,17 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *consumer,
  * run. */
 void ipu_dnn_set_chain(ipu_dnn_t *p, int src_blocked, int dst_blocked, int res_blocked);
 
-/* Make p write its output channels-last (NHWC and its 1-D / 3-D kinds)
- * instead of ours, reordered from its own layout inside the op when that
- * is another: for a value that several Concats read (a DenseNet feature),
- * converted once into a layout whose channels they copy as contiguous runs
- * and that pointwise convolutions read as it is. Before any run; readers
- * then take it as ipu_dnn_chain_source() says. Errors (p unchanged):
- * IPU_ERR_UNSUPPORTED for a tensor of rank below 3 or above 5,
+/* Make p write its output for several Concats (a DenseNet feature) instead
+ * of in ours: in oneDNN's channel-blocked layout where convolutions ask for
+ * it (ipu_dnn_layout()) and the channels fill whole blocks (*blocked set to
+ * 1), else channels-last (NHWC and its 1-D / 3-D kinds; *blocked 0),
+ * reordered from its own layout inside the op when that is another:
+ * converted once into a layout whose channels the Concats copy as
+ * contiguous runs and that pointwise convolutions read as it is. Before
+ * any run; readers then take it as ipu_dnn_chain_source() says. Errors (p
+ * unchanged): IPU_ERR_UNSUPPORTED for a tensor of rank below 3 or above 5,
  * IPU_ERR_NO_MEMORY, IPU_ERR_INTERNAL. */
-ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p);
+ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int *blocked);
 
 /* 1 when, as the layout pass left p, the buffers it reads its source(s)
  * from and writes Y into are all channels-last (3-D to 5-D, dense): an op
@@ -381,11 +383,11 @@ ipu_status_t ipu_dnn_relayout_channels_last(const ipu_node_t *n, ipu_dnn_t *p);
  * channels (the ones oneDNN 2.6 has there are slower than a pass over the
  * rows: batch normalization, concat). 0 otherwise and for NULL. */
 int ipu_dnn_channels_last_io(const ipu_dnn_t *p);
-/* 1 when p is a concat that, as the layout pass left it, reads every
- * source and writes Y in one channel-blocked layout, each source's
- * channels a whole number of blocks: an image's channels of each source are
- * then one run of memory, where NCHW has them, and the concat is ours on
- * NCHW's dims (oneDNN 2.6's concat copies such layouts element by element).
+/* The block (channels) when p is a concat that, as the layout pass left
+ * it, reads every source and writes Y in one channel-blocked layout, each
+ * source's channels a whole number of blocks: a block of an image is then
+ * one run of memory in its source and in Y, and the concat is a copy of
+ * those runs (oneDNN 2.6's concat copies such layouts element by element).
  * 0 otherwise and for NULL. */
 int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p);
 /* 1 when p writes its output in a channel-blocked layout of whole blocks
@@ -394,7 +396,7 @@ int ipu_dnn_out_channel_blocked(const ipu_dnn_t *p);
 
 /* 1 when the layout pass made p write its output in a layout other than
  * ours: its own (ipu_dnn_set_chain's dst_blocked) or channels-last
- * (ipu_dnn_relayout_channels_last); 0 otherwise and for NULL. */
+ * (ipu_dnn_relayout_for_concats); 0 otherwise and for NULL. */
 int ipu_dnn_chained_dst(const ipu_dnn_t *p);
 
 /* The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core",

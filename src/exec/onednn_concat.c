@@ -48,7 +48,7 @@ int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p)
     for (int k = 0; k < p->cat->n_src && bs; k++)
         if (dnn_channel_blocked(&p->cat->md[k]) != bs)
             return 0;
-    return bs > 0;
+    return bs;
 }
 
 /* The layouts a source may be in, per spatial rank (1 to 3): ours, then

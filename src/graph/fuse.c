@@ -432,6 +432,30 @@ static ipu_status_t fuse_norm_relu(fusion_t *f, ipu_node_t *bn, const ipu_op_t *
     return IPU_OK;
 }
 
+/* Whether n is a Pad that pads nothing: its pads (Pad-2's attribute, or
+ * the constant int64 input of Pad-11 and later) all zero, whatever its mode
+ * and value (a DenseNet transition's AvgPool exports one). */
+static int pads_nothing(const ipu_graph_t *g, const ipu_node_t *n)
+{
+    if (!is_op(n, "Pad") || n->n_inputs < 1 || n->n_outputs < 1)
+        return 0;
+    size_t cnt = 0;
+    const int64_t *pads = ipu_attr_ints(n, "pads", &cnt);
+    const ipu_value_t *p = ipu_node_input(g, n, 1);
+    if (p != NULL) {
+        if (p->data == NULL || p->dtype != IPU_DTYPE_INT64)
+            return 0;
+        pads = p->data;
+        cnt = (size_t)ipu_shape_numel(p->rank, p->dims);
+    }
+    if (pads == NULL)
+        return 0;
+    for (size_t i = 0; i < cnt; i++)
+        if (pads[i] != 0)
+            return 0;
+    return 1;
+}
+
 ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
 {
     int fused = 0;
@@ -448,6 +472,12 @@ ipu_status_t ipu_graph_fuse(ipu_graph_t *g, ipu_op_lookup_fn lookup, int *count)
                 u[v].node[u[v].count] = i;
             u[v].count++;
         }
+    for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) { /* first, so a chain passes it */
+        ipu_node_t *n = &g->nodes[i];
+        const ipu_op_t *id = pads_nothing(g, n) ? lookup(n->domain, "Identity", n->opset) : NULL;
+        if (id && (st = ipu_graph_node_to_identity(g, n, id, n->inputs[0])) == IPU_OK)
+            ipu_debug("node '%s' (Pad) pads nothing: an Identity", n->name);
+    }
     for (int i = 0; i < g->n_nodes && st == IPU_OK; i++) {
         ipu_node_t *host = &g->nodes[i];
         if (is_op(host, "BatchNormalization")) {

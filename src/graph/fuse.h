@@ -29,7 +29,9 @@
  *
  * Identity nodes in the chain (a BatchNormalization folded into the node,
  * graph/fold_bn.h) are looked through. A BatchNormalization whose output
- * feeds only a Relu takes the Relu over (IPU_NORM_RELU_ATTR).
+ * feeds only a Relu takes the Relu over (IPU_NORM_RELU_ATTR). A Pad that
+ * pads nothing (every pad 0) becomes an Identity first, so that the layout
+ * pass keeps oneDNN's layout through it.
  *
  * The node gets the private attributes below; the fused nodes become
  * Identity nodes of its output that the buffer planner aliases away (no

@@ -144,6 +144,32 @@ class SEBlock(SEChain):
         return (self.proj[0](y * scale),)
 
 
+class Transition(torch.nn.Module):
+    """DenseNet's transition: its AvgPool2d exports as a Pad of zeros and an
+    AveragePool; beside it a Pad of ones; and a pool of the input that only
+    Concats read (a DenseNet block's input)."""
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv = nn.Conv2d(16, 32, 1)
+        self.pool = nn.AvgPool2d(2, stride=2)
+        self.post = nn.Conv2d(32, 16, 3, padding=1)
+        self.side = nn.Conv2d(16, 16, 3)
+        self.u = nn.Conv2d(16, 16, 1)
+        self.v = nn.Conv2d(32, 16, 3, padding=1)
+        self.w = nn.Conv2d(48, 16, 1)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        y = torch.relu(self.conv(x))
+        m = F.max_pool2d(x, 2)
+        u = self.u(F.avg_pool2d(x, 2))
+        c1 = torch.cat([m, u], 1)
+        c2 = torch.cat([m, u, self.v(c1)], 1)
+        return (self.post(self.pool(y)), self.side(F.pad(x, (1, 1, 1, 1), value=1.0)),
+                self.w(c2))
+
+
 class ConcatChain(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -277,6 +303,7 @@ export("clip_inverted", ClipInverted(), (torch.randn(1, 3, 6, 6),))
 export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
 export("se_block", SEBlock(), (torch.randn(2, 16, 10, 10),))
+export("transition", Transition(), (torch.randn(2, 16, 12, 12),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
 export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))

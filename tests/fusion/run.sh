@@ -144,5 +144,25 @@ for m in concat_chain concat_chain_b2; do
         kept "$m (blocked)" $node Concat 1
     done
 done
+# a Pad of zeros (DenseNet's transition AvgPool2d exports one) becomes an
+# Identity the layout pass keeps oneDNN's layout through; a Pad of ones
+# stays; a value only Concats read is converted once, channels-last or, in
+# the blocked family, channel-blocked
+for l in onednn blocked; do
+    LAYOUT=$l run transition 3
+    n=$(grep -c "(Pad) pads nothing: an Identity" "$W/err")
+    [ "$n" -eq 2 ] && echo "ok: transition ($l): the 2 Pads of zeros are Identities, the other stays" ||
+        { echo "FAIL: transition ($l): $n Pads made Identity, not 2"; fails=$((fails + 1)); }
+    kept "transition ($l)" /conv/Conv Conv 1
+    kept "transition ($l)" /pool/AveragePool AveragePool 1
+    kept "transition ($l)" /Concat_1 Concat 1
+    # the input's pool that only the two Concats read: converted once, into
+    # the layout of the convolutions' family
+    want=channels-last
+    [ $l = blocked ] && want=channel-blocked
+    if grep -qF "node '/MaxPool' (MaxPool): output kept $want for 2 Concats" "$W/err"; then
+        echo "ok: transition ($l): the pool only Concats read is kept $want"
+    else echo "FAIL: transition ($l): the pool not kept $want for its Concats"; fails=$((fails + 1)); fi
+done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

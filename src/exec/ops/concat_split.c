@@ -76,6 +76,32 @@ IPU_EW_HOT static void concat_channels_last(void *arg, int64_t r0, int64_t r1)
     }
 }
 
+/* Concat on the channels of float tensors in oneDNN's channel-blocked
+ * layout, every source in whole blocks of bs channels (the layout pass's,
+ * ipu_dnn_concat_blocked_io): a block of an image is run floats (its
+ * spatial positions x bs) in one piece in its source and in the output;
+ * row r is the output's block r % nb of image r / nb. */
+typedef struct blk_concat {
+    float *y;
+    const ipu_tensor_t *in;
+    int np;
+    int64_t nb, run, bs;
+} blk_concat_t;
+
+IPU_EW_HOT static void concat_blocks(void *arg, int64_t r0, int64_t r1)
+{
+    const blk_concat_t *a = arg;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / a->nb, b = r % a->nb, k = 0, kb;
+        while ((kb = a->in[k].dims[1] / a->bs) <= b) { /* the source of block b */
+            b -= kb;
+            k++;
+        }
+        memcpy(a->y + r * a->run, (const float *)a->in[k].data + (n * kb + b) * a->run,
+               (size_t)a->run * sizeof(float));
+    }
+}
+
 typedef struct concat_state {
     ipu_dnn_node_t dnn;      /* first (IPU_OP_DNN); its p NULL: no oneDNN */
     ipu_dnn_concat_desc_t d; /* d.C: the channels array below */
@@ -199,7 +225,15 @@ static ipu_status_t concat_run(const ipu_node_t *n, const ipu_tensor_t *in, ipu_
                      2 * ipu_tensor_nbytes(&out[0]), concat_channels_last, &a);
         return IPU_OK;
     }
-    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p) && !ipu_dnn_concat_blocked_io(s->dnn.p)) {
+    const int bs = s ? ipu_dnn_concat_blocked_io(s->dnn.p) : 0;
+    if (bs > 0) {
+        int64_t N = out[0].dims[0];
+        blk_concat_t a = {out[0].data, in, n->n_inputs, out[0].dims[1] / bs,
+                          ipu_tensor_numel(&out[0]) / N / out[0].dims[1] * bs, bs};
+        ipu_par_rows(ctx->threads, N * a.nb, 2 * ipu_tensor_nbytes(&out[0]), concat_blocks, &a);
+        return IPU_OK;
+    }
+    if (s && s->dnn.p && !ipu_dnn_plain(s->dnn.p)) {
         size_t at = (ipu_dnn_scratch(s->dnn.p) + 63) / 64 * 64;
         const float **src = (const float **)(void *)((char *)ctx->scratch + at);
         if (ctx->scratch_bytes < at + (size_t)n->n_inputs * sizeof(float *))

@@ -78,20 +78,20 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         return IPU_OK;
     /* a value that several Concats read and nothing else (a DenseNet
      * feature, read by every later Concat of its block): converted once,
-     * channels-last, which each Concat copies as runs of channels and writes
-     * for the pointwise Conv after it to read as it is; where convolutions
-     * ask for the channel-blocked layout, one in whole blocks stays so,
-     * which each Concat copies as one run per image */
+     * channels-last, or channel-blocked where convolutions ask for that and
+     * its channels fill whole blocks, which each Concat copies as runs of
+     * channels or of blocks and writes for the pointwise Conv after it to
+     * read as it is; one already blocked so is kept as it is, below */
     const int concats = n > 1 && all_concats(g, readers, n),
-              blocked = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED &&
-                        ipu_dnn_out_channel_blocked(pc->p);
-    if (concats && !blocked) {
-        if (ipu_dnn_relayout_channels_last(c, pc->p) == IPU_OK) {
-            ipu_debug("node '%s' (%s): output kept channels-last for %d Concats", c->name,
-                      c->op_type, n);
+              as_is = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED && ipu_dnn_out_channel_blocked(pc->p);
+    if (concats && !as_is) {
+        int blocked = 0;
+        if (ipu_dnn_relayout_for_concats(c, pc->p, &blocked) == IPU_OK) {
+            ipu_debug("node '%s' (%s): output kept %s for %d Concats", c->name, c->op_type,
+                      blocked ? "channel-blocked" : "channels-last", n);
             return IPU_OK;
         } /* p unchanged: converted into ours, as below */
-        ipu_debug("node '%s' (%s): output not kept channels-last (%s)", c->name, c->op_type,
+        ipu_debug("node '%s' (%s): output not kept for its Concats (%s)", c->name, c->op_type,
                   ipu_error_message());
     }
     for (int j = 0; j < n && ok; j++) {
@@ -103,7 +103,7 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
         /* a value that a Concat reads along with other readers, not only
          * Concats, is converted once into ours and copied from there, not
          * converted by each */
-        if (pr->adopt_sources && n > 1 && !(concats && blocked))
+        if (pr->adopt_sources && n > 1 && !(concats && as_is))
             how[j] = 0;
         /* 0: the producer writes ours, which a remade reader could not change */
         if (how[j] == IPU_DNN_CHAIN_REORDER && !as_res && pr->adopt &&

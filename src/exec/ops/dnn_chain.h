@@ -48,8 +48,10 @@ typedef struct ipu_dnn_node {
  * (ipu_dnn_can_chain), as it is or through one reorder into its own, the
  * producer writes it in that layout, with no reorder to ours in between.
  * A value that several nodes with adopt_sources read and nothing else is
- * written channels-last instead (ipu_dnn_relayout_channels_last), which
- * they all read as it is. Otherwise nothing changes. The layout is a property of the value on
+ * written channels-last, or channel-blocked where convolutions ask for that
+ * (ipu_dnn_relayout_for_concats), which they all read as it is; one
+ * already written in whole channel blocks then stays so. Otherwise nothing
+ * changes. The layout is a property of the value on
  * every rank, so a pipeline boundary carries the same bytes a single rank
  * keeps. Run after ipu_graph_fuse() on every path that executes the graph;
  * again after any re-infer. A primitive that cannot be remade leaves its
