@@ -53,7 +53,13 @@ char *ipu_tensor_describe(const ipu_tensor_t *t, char *buf, size_t len)
 
 ipu_status_t ipu_tensor_alloc(ipu_tensor_t *t)
 {
+    return ipu_tensor_alloc_bytes(t, 0);
+}
+
+ipu_status_t ipu_tensor_alloc_bytes(ipu_tensor_t *t, size_t min_bytes)
+{
     size_t n = ipu_tensor_nbytes(t);
+    n = n > min_bytes ? n : min_bytes;
     size_t padded = (n + 63) / 64 * 64;
     void *p = aligned_alloc(64, padded ? padded : 64);
     if (p == NULL)

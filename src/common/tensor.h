@@ -34,5 +34,7 @@ int ipu_shape_equal(int ra, const int64_t *a, int rb, const int64_t *b);
 /* Allocate a tensor's data with malloc (64-byte aligned, zeroed); the caller
  * frees t->data with free(). Returns IPU_ERR_NO_MEMORY on failure. */
 ipu_status_t ipu_tensor_alloc(ipu_tensor_t *t);
+/* The same with at least min_bytes (a layout larger than the elements). */
+ipu_status_t ipu_tensor_alloc_bytes(ipu_tensor_t *t, size_t min_bytes);
 
 #endif

@@ -51,7 +51,8 @@ size_t ipu_device_capacity(const ipu_device_t *dev);
 ipu_tensor_t ipu_device_tensor(const ipu_device_t *dev, int v);
 
 /* Copy a host tensor into value v's slot / v's slot out to host memory;
- * bytes must equal the slot's size. Errors: IPU_ERR_INVALID_ARG. */
+ * bytes must equal the slot's size, ipu_value_buffer_bytes() (a value the
+ * layout pass keeps in a larger layout has that). Errors: IPU_ERR_INVALID_ARG. */
 ipu_status_t ipu_device_write(ipu_device_t *dev, int v, const void *src, size_t bytes);
 ipu_status_t ipu_device_read(const ipu_device_t *dev, int v, void *dst, size_t bytes);
 

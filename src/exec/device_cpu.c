@@ -171,7 +171,7 @@ static ipu_status_t slot(const ipu_device_t *dev, int v, size_t bytes, uint8_t *
     if (dev->stage == NULL || v < 0 || v >= dev->stage->g->n_values)
         return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: no such tensor", dev->params.index);
     ipu_tensor_t t = ipu_device_tensor(dev, v);
-    if (t.data == NULL || ipu_tensor_nbytes(&t) != bytes)
+    if (t.data == NULL || ipu_value_buffer_bytes(&dev->stage->g->values[v]) != bytes)
         return ipu_error(IPU_ERR_INVALID_ARG, "IPU %d: tensor '%s' has no slot of %zu bytes",
                          dev->params.index, dev->stage->g->values[v].name, bytes);
     *p = t.data;

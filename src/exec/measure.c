@@ -64,7 +64,7 @@ static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double 
             continue; /* absent, or a weight: the real bytes (one still in
                        * the model file, maybe unaligned: made up below) */
         in[k].data = NULL;
-        if ((st = ipu_tensor_alloc(&in[k])) != IPU_OK)
+        if ((st = ipu_tensor_alloc_bytes(&in[k], ipu_value_buffer_bytes(&g->values[n->inputs[k]]))) != IPU_OK)
             break;
         owned[k] = 1;
         if (in[k].dtype == IPU_DTYPE_FLOAT) /* plain values, no denormals */
@@ -75,7 +75,7 @@ static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double 
         out[k] = ipu_value_tensor(g, n->outputs[k]);
         out[k].data = NULL;
         if (n->outputs[k] >= 0)
-            st = ipu_tensor_alloc(&out[k]);
+            st = ipu_tensor_alloc_bytes(&out[k], ipu_value_buffer_bytes(&g->values[n->outputs[k]]));
     }
     if (st == IPU_OK && n->op->scratch && (ctx.scratch_bytes = n->op->scratch(g, n)) > 0 &&
         (ctx.scratch = aligned_alloc(64, (ctx.scratch_bytes + 63) / 64 * 64)) == NULL)

@@ -508,9 +508,12 @@ static const dnnl_memory_desc_t *chain_target(const ipu_dnn_t *b, int as_residua
 
 int ipu_dnn_can_chain(const ipu_dnn_t *a, const ipu_dnn_t *b, int as_residual)
 {
-    if (a == NULL || b == NULL || a->dst_out == NULL ||
-        (!a->relaid &&
-         dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user)))
+    if (a == NULL || b == NULL || a->dst_out == NULL)
+        return 0;
+    /* a layout padding the channels (oneDNN's blocked one, channels not
+     * whole blocks): not for a concat, which copies whole blocks */
+    if (b->cat && !as_residual && !a->relaid &&
+        dnnl_memory_desc_get_size(&a->dst_md) != dnnl_memory_desc_get_size(&a->dst_user))
         return 0;
     const dnnl_memory_desc_t *am = dnn_out_md(a);
     if (b->cat && !as_residual) /* a concat reads any layout */
@@ -603,6 +606,11 @@ int dnn_channel_blocked(const dnnl_memory_desc_t *md)
                    dnnl_memory_desc_equal(&m, md)
                ? bs
                : 0;
+}
+
+size_t ipu_dnn_out_bytes(const ipu_dnn_t *p)
+{
+    return p ? dnnl_memory_desc_get_size(dnn_out_md(p)) : 0;
 }
 
 int ipu_dnn_out_channel_blocked(const ipu_dnn_t *p)

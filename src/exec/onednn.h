@@ -349,8 +349,9 @@ void ipu_dnn_end_host_team(void);
  * IPU_DNN_CHAIN_AS_IS when that is the layout consumer reads (no reorder:
  * ipu_dnn_set_chain), IPU_DNN_CHAIN_REORDER when consumer can reorder it
  * into its own (ipu_dnn_chain_reorder: one reorder in place of two), 0
- * when producer writes ours or its layout is not of the plain tensor's
- * byte size (the buffer planned for it holds only that). */
+ * when producer writes ours, or a layout larger than the plain tensor
+ * (padded channel blocks) for a concat. A value kept in a larger layout
+ * needs a buffer of ipu_dnn_out_bytes(producer). */
 enum { IPU_DNN_CHAIN_AS_IS = 1, IPU_DNN_CHAIN_REORDER = 2 };
 int ipu_dnn_can_chain(const ipu_dnn_t *producer, const ipu_dnn_t *consumer, int as_residual);
 /* Make consumer reorder its X (or as_residual R) from producer's layout
@@ -393,6 +394,9 @@ int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p);
 /* 1 when p writes its output in a channel-blocked layout of whole blocks
  * (no padded channels) where the layout pass keeps it; 0 otherwise. */
 int ipu_dnn_out_channel_blocked(const ipu_dnn_t *p);
+/* The bytes of the layout p writes its output in where the layout pass
+ * keeps it (0 for NULL). */
+size_t ipu_dnn_out_bytes(const ipu_dnn_t *p);
 
 /* 1 when the layout pass made p write its output in a layout other than
  * ours: its own (ipu_dnn_set_chain's dst_blocked) or channels-last

@@ -17,11 +17,6 @@ static int find_root(int *parent, int v)
     return v;
 }
 
-static size_t value_bytes(const ipu_value_t *v)
-{
-    return (size_t)ipu_shape_numel(v->rank, v->dims) * ipu_dtype_size(v->dtype);
-}
-
 static int cmp_size_desc(const void *a, const void *b)
 {
     const buf_t *x = a, *y = b;
@@ -162,7 +157,7 @@ int ipu_plan_is_view(const ipu_graph_t *g, const ipu_node_t *n)
             return 0;
     int in0 = n->inputs[0], out0 = n->outputs[0];
     return ipu_value_is_act(g, in0) && ipu_value_is_act(g, out0) &&
-           value_bytes(&g->values[in0]) == value_bytes(&g->values[out0]);
+           ipu_value_buffer_bytes(&g->values[in0]) == ipu_value_buffer_bytes(&g->values[out0]);
 }
 
 ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
@@ -243,7 +238,7 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
         if (k < 0 || k >= nd->n_inputs || nd->n_outputs < 1)
             continue;
         int r = nd->inputs[k], o = nd->outputs[0];
-        if (!IS_ACT(r) || !IS_ACT(o) || value_bytes(&g->values[r]) != value_bytes(&g->values[o]))
+        if (!IS_ACT(r) || !IS_ACT(o) || ipu_value_buffer_bytes(&g->values[r]) != ipu_value_buffer_bytes(&g->values[o]))
             continue;
         int rr = find_root(parent, r), ro = find_root(parent, o), t = 2 * s + 1;
         int shared = rr == ro || first[rr] <= 0 || last[rr] != t || first[ro] != t;
@@ -260,7 +255,7 @@ ipu_status_t ipu_plan_buffers(const ipu_graph_t *g, const int *nodes, int n,
             bufs[nb].root = v;
             bufs[nb].first = first[v];
             bufs[nb].last = last[v];
-            bufs[nb].bytes = (value_bytes(&g->values[v]) + 63) / 64 * 64;
+            bufs[nb].bytes = (ipu_value_buffer_bytes(&g->values[v]) + 63) / 64 * 64;
             p.live_bytes += bufs[nb].bytes;
             nb++;
         }

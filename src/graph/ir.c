@@ -433,6 +433,12 @@ const float *ipu_attr_floats(const ipu_node_t *n, const char *name, size_t *cnt)
     return a->floats;
 }
 
+size_t ipu_value_buffer_bytes(const ipu_value_t *v)
+{
+    size_t b = (size_t)ipu_shape_numel(v->rank, v->dims) * ipu_dtype_size(v->dtype);
+    return v->layout_bytes > b ? v->layout_bytes : b;
+}
+
 ipu_tensor_t ipu_value_tensor(const ipu_graph_t *g, int idx)
 {
     ipu_tensor_t t = {0};

@@ -47,6 +47,11 @@ typedef struct ipu_value {
     int producer;                 /* index of the producing node, -1 if none */
     int n_consumers;              /* number of node input slots reading it */
     unsigned flags;               /* IPU_VALUE_* */
+    size_t layout_bytes;          /* bytes its buffer needs where the layout pass
+                                   * (exec/ops/dnn_chain.h) keeps it in a layout
+                                   * larger than its elements (oneDNN's
+                                   * channel-blocked one pads the last block); 0:
+                                   * its elements' */
 } ipu_value_t;
 
 typedef enum {
@@ -186,6 +191,8 @@ const float *ipu_attr_floats(const ipu_node_t *n, const char *name, size_t *cnt)
 
 /* The tensor view of value idx (dtype, shape, data = constant bytes or NULL). */
 ipu_tensor_t ipu_value_tensor(const ipu_graph_t *g, int idx);
+/* Bytes of v's buffer: its elements', or its layout_bytes where larger. */
+size_t ipu_value_buffer_bytes(const ipu_value_t *v);
 /* Input slot i of node n as a value (NULL if absent or i >= n_inputs). */
 ipu_value_t *ipu_node_input(const ipu_graph_t *g, const ipu_node_t *n, int i);
 /* Value v (-1: an absent optional input) is an activation: computed or fed

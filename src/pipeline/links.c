@@ -25,7 +25,7 @@ static ipu_status_t add_link(pipe_t *pp, int *cap, int v, int src, int dst)
     l->dst = dst;
     l->src_rank = pipe_stage_rank(pp, src);
     l->dst_rank = pipe_stage_rank(pp, dst);
-    l->bytes = (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
+    l->bytes = ipu_value_buffer_bytes(val); /* maybe in a larger layout (exec/ops/dnn_chain.h) */
     return IPU_OK;
 }
 

@@ -170,6 +170,21 @@ class Transition(torch.nn.Module):
                 self.w(c2))
 
 
+class Padded(torch.nn.Module):
+    """24 channels: a block and a half of oneDNN's 16 (MobileNetV2's
+    projections), a residual among them."""
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.c1 = nn.Conv2d(16, 24, 1)
+        self.c2 = nn.Conv2d(24, 24, 3, padding=1)
+        self.c3 = nn.Conv2d(24, 32, 1)
+
+    def forward(self, x):
+        a = torch.relu(self.c1(x))
+        return (self.c3(torch.relu(self.c2(a) + a)),)
+
+
 class ConcatChain(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -304,6 +319,7 @@ export("dense", Dense(), (torch.randn(2, 5, 32), torch.randn(4, 32)))
 export("se_chain", SEChain(), (torch.randn(2, 8, 10, 10),))
 export("se_block", SEBlock(), (torch.randn(2, 16, 10, 10),))
 export("transition", Transition(), (torch.randn(2, 16, 12, 12),))
+export("padded", Padded(), (torch.randn(2, 16, 10, 10),))
 export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
 export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))

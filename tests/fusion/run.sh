@@ -134,6 +134,16 @@ done
 n=$(grep "(Conv): activations in oneDNN's channel-blocked layout" "$W/err" | sed "s/.*node '//" | sort -u | grep -c .)
 [ "$n" -eq 5 ] && echo "ok: se_block (blocked): its 5 Convs ask for the blocked layout" ||
     { echo "FAIL: se_block (blocked): $n of 5 Convs in the blocked layout"; fails=$((fails + 1)); }
+# 24 channels pad their second block: kept so, in buffers planned for it
+for l in onednn blocked; do
+    LAYOUT=$l run padded 1
+    kept "padded ($l)" /c1/Conv Conv 2
+    kept "padded ($l)" /c2/Conv Conv 1
+done
+# 2 x 32 x 10 x 10 floats, not 2 x 24 x 10 x 10
+if grep -q "value '/c1/Conv_output_0': a buffer of 25600 bytes for its layout (19200 for its elements)" "$W/err"
+then echo "ok: padded (blocked): the padded value's buffer is planned for its layout"
+else echo "FAIL: padded (blocked): no buffer planned for the padded layout"; fails=$((fails + 1)); fi
 LAYOUT=blocked run se_chain 7
 for m in concat_chain concat_chain_b2; do
     LAYOUT=blocked run $m 2

@@ -55,6 +55,26 @@ static int chain_readers(const ipu_graph_t *g, int v, int *readers, int *slots, 
     return 1;
 }
 
+/* Value v, and the outputs of the Identity nodes that read it (as
+ * chain_readers walks them), need bytes for their buffers: the layout v is
+ * kept in, where larger than its elements. */
+static void set_layout_bytes(ipu_graph_t *g, int v, size_t bytes, int depth)
+{
+    ipu_value_t *val = &g->values[v];
+    size_t own = (size_t)ipu_shape_numel(val->rank, val->dims) * ipu_dtype_size(val->dtype);
+    if (depth > 8 || bytes <= own)
+        return;
+    val->layout_bytes = bytes;
+    ipu_debug("value '%s': a buffer of %zu bytes for its layout (%zu for its elements)",
+              val->name, bytes, own);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ipu_node_t *r = &g->nodes[i];
+        if (!r->folded && strcmp(r->op_type, "Identity") == 0 && r->n_inputs >= 1 &&
+            r->inputs[0] == v && r->n_outputs == 1 && r->outputs[0] >= 0)
+            set_layout_bytes(g, r->outputs[0], bytes, depth + 1);
+    }
+}
+
 /* Whether every one of the n readers is a Concat (a node with
  * adopt_sources). */
 static int all_concats(const ipu_graph_t *g, const int *readers, int n)
@@ -138,6 +158,7 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
     }
     if (ok && st == IPU_OK) {
         ipu_dnn_set_chain(pc->p, 0, 1, 0);
+        set_layout_bytes(g, c->outputs[0], ipu_dnn_out_bytes(pc->p), 0);
         ipu_debug("node '%s' (%s): output kept in oneDNN's layout for %d reader(s)", c->name,
                   c->op_type, n);
     }
@@ -147,6 +168,8 @@ static ipu_status_t chain_output(ipu_graph_t *g, const ipu_node_t *c, const ipu_
 ipu_status_t ipu_dnn_chain(ipu_graph_t *g)
 {
     ipu_status_t st = IPU_OK;
+    for (int v = 0; v < g->n_values; v++)
+        g->values[v].layout_bytes = 0;
     for (int k = 0; k < g->n_nodes && st == IPU_OK; k++) {
         ipu_node_t *c = &g->nodes[g->order ? g->order[k] : k];
         const ipu_dnn_node_t *pc = dnn_node(c);
