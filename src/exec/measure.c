@@ -84,9 +84,12 @@ static ipu_status_t time_node(const ipu_graph_t *g, const ipu_node_t *n, double 
      * later node reads the residual (exec/plan.h): Y is the residual */
     int res = n->op->inplace ? n->op->inplace(n) : -1;
     void *res_own = NULL; /* its own buffer, freed below */
-    if (st == IPU_OK && res >= 0 && res < n->n_inputs && owned[res] && out[0].data &&
-        ipu_tensor_nbytes(&in[res]) == ipu_tensor_nbytes(&out[0])) {
-        memcpy(out[0].data, in[res].data, ipu_tensor_nbytes(&out[0])); /* its stand-in values */
+    size_t res_bytes = res >= 0 && res < n->n_inputs && n->inputs[res] >= 0
+                           ? ipu_value_buffer_bytes(&g->values[n->inputs[res]])
+                           : 0;
+    if (st == IPU_OK && res_bytes > 0 && owned[res] && out[0].data &&
+        res_bytes == ipu_value_buffer_bytes(&g->values[n->outputs[0]])) {
+        memcpy(out[0].data, in[res].data, res_bytes); /* its stand-in values */
         res_own = in[res].data;
         in[res].data = out[0].data;
     }

@@ -17,9 +17,11 @@ void ipu_partition_params_init(ipu_partition_params_t *p)
     ipu_cost_params_init(&p->cost);
 }
 
+/* The bytes of v's buffer, as the stage's plan will have them (a value the
+ * layout pass keeps padded needs more than its elements). */
 static size_t vbytes(const ipu_value_t *v)
 {
-    return (size_t)ipu_shape_numel(v->rank, v->dims) * ipu_dtype_size(v->dtype);
+    return ipu_value_buffer_bytes(v);
 }
 
 /* Working data over the items (running nodes in topological order). */

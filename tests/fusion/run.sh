@@ -144,6 +144,15 @@ done
 if grep -q "value '/c1/Conv_output_0': a buffer of 25600 bytes for its layout (19200 for its elements)" "$W/err"
 then echo "ok: padded (blocked): the padded value's buffer is planned for its layout"
 else echo "FAIL: padded (blocked): no buffer planned for the padded layout"; fails=$((fails + 1)); fi
+# the partitioner charges a padded value its layout's bytes (as a run has
+# it: plan --measure runs the layout pass): the memory that plan's advice
+# names is enough for the stages it then plans
+adv=$(IPU_EXEC_CONV_LAYOUT=blocked "$EXE" plan "$W/wide/model.onnx" --measure --stages 2 --ipu-memory 25M 2>&1 |
+    sed -n 's/.*raise --ipu-memory to at least \([0-9]*K\).*/\1/p')
+if [ -n "$adv" ] && IPU_EXEC_CONV_LAYOUT=blocked "$EXE" plan "$W/wide/model.onnx" --measure --stages 2 \
+    --ipu-memory "$adv" >"$W/out" 2>&1; then
+    echo "ok: wide (blocked): plan's advice ($adv) is enough memory"
+else echo "FAIL: wide (blocked): plan's advice '$adv' is not enough"; cat "$W/out"; fails=$((fails + 1)); fi
 LAYOUT=blocked run se_chain 7
 for m in concat_chain concat_chain_b2; do
     LAYOUT=blocked run $m 2
