@@ -8,7 +8,7 @@
 #   OUT=/some/dir bash bench/remote/run.sh
 #
 # Results, appended as each step goes (a timeout keeps what was done), at
-# most 7 files in $OUT:
+# most 8 files in $OUT:
 #   env.txt      the machine: CPUs, tools, python packages, limits
 #   log.txt      every step's timestamp, commands, stderr, smoke tests
 #   models1.md   bench/models.sh at 1 thread          (step models1)
@@ -17,6 +17,9 @@
 #   gcl.md       libgcl's call check against no check  (step gcl: needs
 #                bench/remote/pack/gcl.tar.xz from bench/remote/pack-gcl.sh)
 #   models2.md   bench/models.sh at BENCH_THREADS=2   (step models2)
+#   layout.md    the CNNs at batch 1 and 8, 1 thread, with convolutions in
+#                oneDNN's layout and in its channel-blocked one
+#                (IPU_EXEC_CONV_LAYOUT; step layout, not run by default)
 #
 # Knobs (environment): DEV_STEPS (default "smoke models models1 pipeline
 # scaling gcl models2"), DEV_MODELS (the bench's model list), DEV_ROUNDS
@@ -411,6 +414,22 @@ if has_step gcl; then
 fi
 
 has_step models2 && models_sh "$OUT/models2.md" 2 200
+
+# ---------------------------------------------------------------- layout
+if has_step layout; then
+    cnns=$(for m in $MODELS; do case $m in gpt2_*|bert_*) ;; *) echo "$m" ;; esac; done | tr '\n' ' ')
+    for bat in 8 1; do
+        for l in onednn blocked; do
+            b=$(budget 150)
+            step "bench/models.sh batch $bat, IPU_EXEC_CONV_LAYOUT=$l (timeout ${b}s) > $OUT/layout.md"
+            [ "$b" -gt 0 ] || { log "skipped: no time left"; continue; }
+            # shellcheck disable=SC2086
+            t "$b" env top_builddir="$TOP" IPU_EXEC="$EXE" PYTHON_REF="$PY" BENCH_ROUNDS="$ROUNDS" \
+                BENCH_BATCH=$bat BENCH_RUNS=5 IPU_EXEC_CONV_LAYOUT=$l bench/models.sh $cnns \
+                >>"$OUT/layout.md" 2>>"$LOG"
+        done
+    done
+fi
 
 step "done in ${SECONDS}s; $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
 exit 0
