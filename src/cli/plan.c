@@ -182,9 +182,12 @@ int cli_plan_main(int argc, char **argv)
         st = check_write_extdata(g, model, write);
     if (st == IPU_OK)
         st = cli_infer_shapes(g, inputs, micro_batch);
-    if (st == IPU_OK && measure) { /* as pipeline/setup.c does before it partitions */
-        if ((st = ipu_prepare_graph(g)) == IPU_OK &&
-            (node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
+    /* folded, fused and laid out as pipeline/setup.c has the graph before it
+     * partitions (a value kept padded needs more than its elements) */
+    if (st == IPU_OK)
+        st = ipu_prepare_graph(g);
+    if (st == IPU_OK && measure) {
+        if ((node_ms = malloc(((size_t)g->n_nodes + 1) * sizeof(double))) == NULL)
             st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
         if (st == IPU_OK && (st = ipu_measure_nodes(g, node_ms)) == IPU_OK)
             pp.node_ms = node_ms;
