@@ -643,12 +643,6 @@ int ipu_dnn_channels_last_io(const ipu_dnn_t *p)
     return dnn_is_channels_last(p->src_in && !p->chain_src ? &p->src_user : &p->src_md);
 }
 
-/* The channels-last tag for a tensor of rank r (3 to 5). */
-static dnnl_format_tag_t channels_last_tag(int r)
-{
-    return r == 3 ? dnnl_acb : r == 4 ? dnnl_acdb : dnnl_acdeb;
-}
-
 ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int *blocked)
 {
     ipu_status_t st = IPU_OK;
@@ -664,7 +658,7 @@ ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int
         return ipu_op_error(IPU_ERR_INTERNAL, n, "output already kept in the primitive's layout");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&cl, rank, p->dst_md.dims, dnnl_f32,
                                          block > 0 ? dnn_blocked_tag(rank - 2, block)
-                                                   : channels_last_tag(rank)),
+                                                   : dnn_channels_last_tag(rank - 2)),
             "describing Y's layout for Concats");
     if (dnnl_memory_desc_equal(&cl, &p->dst_md)) { /* its own layout already */
         p->chain_dst = 1;

@@ -51,26 +51,26 @@ int ipu_dnn_concat_blocked_io(const ipu_dnn_t *p)
     return bs;
 }
 
-/* The layouts a source may be in, per spatial rank (1 to 3): ours, then
- * channels-last, then oneDNN's channel-blocked ones. */
+/* The layouts a source may be in, for nd spatial dims (1 to 3): ours (t
+ * 0), channels-last (1), oneDNN's channel-blocked ones of 16, 8 and 4
+ * channels (2 to 4). */
 enum { N_TAGS = 5 };
-static const dnnl_format_tag_t layout_tags[4][N_TAGS] = {
-    {dnnl_format_tag_undef},
-    {dnnl_abc, dnnl_acb, dnnl_aBc16b, dnnl_aBc8b, dnnl_aBc4b},
-    {dnnl_abcd, dnnl_acdb, dnnl_aBcd16b, dnnl_aBcd8b, dnnl_aBcd4b},
-    {dnnl_abcde, dnnl_acdeb, dnnl_aBcde16b, dnnl_aBcde8b, dnnl_aBcde4b},
-};
+static dnnl_format_tag_t layout_tag(int nd, int t)
+{
+    return t == 0 ? dnn_plain_tag(nd) : t == 1 ? dnn_channels_last_tag(nd)
+                                               : dnn_blocked_tag(nd, 16 >> (t - 2));
+}
 
-/* The tag of md among layout_tags[nd] (md has nd + 2 dims), or
+/* The tag of md among layout_tag(nd, ...) (md has nd + 2 dims), or
  * dnnl_format_tag_undef when it is none of them. */
 static dnnl_format_tag_t tag_of(const dnnl_memory_desc_t *md, int nd)
 {
     for (int t = 0; t < N_TAGS; t++) {
         dnnl_memory_desc_t m;
-        if (dnnl_memory_desc_init_by_tag(&m, md->ndims, md->dims, dnnl_f32,
-                                         layout_tags[nd][t]) == dnnl_success &&
+        if (dnnl_memory_desc_init_by_tag(&m, md->ndims, md->dims, dnnl_f32, layout_tag(nd, t)) ==
+                dnnl_success &&
             dnnl_memory_desc_equal(&m, md))
-            return layout_tags[nd][t];
+            return layout_tag(nd, t);
     }
     return dnnl_format_tag_undef;
 }
@@ -132,10 +132,10 @@ ipu_status_t ipu_dnn_concat(const ipu_node_t *n, const ipu_dnn_concat_desc_t *d,
     dst = plain;
     if (p->src_own > 0 && 2 * own_channels >= dims[1]) {
         if (tag == dnnl_format_tag_undef)
-            tag = layout_tags[nd][1];
+            tag = dnn_channels_last_tag(nd);
         DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, tag), "describing Y");
         if (dnnl_memory_desc_get_size(&dst) != dnnl_memory_desc_get_size(&plain))
-            DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, layout_tags[nd][1]),
+            DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, dnn_channels_last_tag(nd)),
                     "describing Y");
     }
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");

@@ -1,8 +1,6 @@
 /* The oneDNN layer (onednn.h): deconvolutions (ConvTranspose). */
 #include "exec/onednn_impl.h"
 
-static const dnnl_format_tag_t act_tag[4] = {dnnl_format_tag_undef, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
-static const dnnl_format_tag_t last_tag[4] = {dnnl_format_tag_undef, dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
 
 /* Channels per group below which the activations are asked channels-last
  * instead of in the layout oneDNN prefers: its blocked deconvolution
@@ -58,8 +56,8 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
         pl[j] = d->pb[j];
         pr[j] = d->pe[j];
     }
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, act_tag[nd]), "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, act_tag[nd]), "describing Y");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, dnn_plain_tag(nd)), "describing X");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, dnn_plain_tag(nd)), "describing Y");
     DNN_TRY(onnx_weights(d, &wei), "describing W");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wei.ndims, wei.dims, dnnl_f32,
                                          dnnl_format_tag_any),
@@ -69,7 +67,7 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
      * few channels), reordered to and from ours inside the op, as for
      * convolutions */
     const int few = d->C / d->group < BLOCKED_MIN_CHANNELS || d->M / d->group < BLOCKED_MIN_CHANNELS;
-    const dnnl_format_tag_t act_any = few ? last_tag[nd] : dnnl_format_tag_any;
+    const dnnl_format_tag_t act_any = few ? dnn_channels_last_tag(nd) : dnnl_format_tag_any;
     DNN_TRY(dnnl_memory_desc_init_by_tag(&src_any, nd + 2, sdims, dnnl_f32, act_any), "describing X");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&dst_any, nd + 2, ddims, dnnl_f32, act_any), "describing Y");
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, NULL, p, &attr), "setting the attributes");

@@ -104,6 +104,13 @@ static inline dnnl_format_tag_t dnn_plain_tag(int nd)
     return nd == 1 ? dnnl_ncw : nd == 2 ? dnnl_nchw : dnnl_ncdhw;
 }
 
+/* Channels-last for an activation of nd spatial dims (1 to 3): nwc, nhwc,
+ * ndhwc. */
+static inline dnnl_format_tag_t dnn_channels_last_tag(int nd)
+{
+    return nd == 1 ? dnnl_nwc : nd == 2 ? dnnl_nhwc : dnnl_ndhwc;
+}
+
 /* oneDNN's channel-blocked layout of an activation of nd spatial dims (1
  * to 3) in blocks of bs (16, 8 or 4) channels: aBc16b, aBcd16b, ... */
 dnnl_format_tag_t dnn_blocked_tag(int nd, int bs);

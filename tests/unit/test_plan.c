@@ -241,6 +241,31 @@ static void lifetimes(const ipu_graph_t *g, int nn, int *first, int *last)
     last[g->outputs[0]] = 2 * g->n_nodes + 1;
 }
 
+/* A random DAG named gname of nn nodes (values name[0] = "x", the input,
+ * to name[nn], the output, each of 64 floats): node i reads 1-3 earlier
+ * values, any of them (window 0; then a quarter of the nodes are views,
+ * FakeView, the rest FakeSum) or among the window last ones (all FakeSum).
+ * Prepared; the caller frees it. */
+static ipu_graph_t *random_dag(const char *gname, int nn, int window, char (*name)[16])
+{
+    ipu_graph_t *g = ipu_graph_new(gname);
+    snprintf(name[0], 16, "x");
+    for (int i = 1; i <= nn; i++) {
+        snprintf(name[i], 16, "v%d", i);
+        int k = 1 + rand() % 3;
+        const char *in[3];
+        for (int j = 0; j < k; j++)
+            in[j] = window ? name[i - 1 - rand() % (i < window ? i : window)] : name[rand() % i];
+        const char *out[1] = {name[i]};
+        const char *op = window == 0 && rand() % 4 == 0 ? "FakeView" : "FakeSum";
+        ipu_graph_add_node(g, op, NULL, k, in, 1, out);
+    }
+    ipu_graph_add_input(g, "x");
+    ipu_graph_add_output(g, name[nn]);
+    prepared(g, 64);
+    return g;
+}
+
 /* Random DAGs: each node sums 1-3 earlier values; sizes vary. Brute force:
  * values whose lifetimes overlap never overlap in memory, and the arena is
  * never larger than all buffers laid end to end. */
@@ -249,22 +274,9 @@ static void test_random_dags_no_overlap(void **state)
     (void)state;
     srand(7);
     for (int trial = 0; trial < 200; trial++) {
-        ipu_graph_t *g = ipu_graph_new("rand");
         int nn = 2 + rand() % 25;
         char name[64][16];
-        snprintf(name[0], 16, "x");
-        for (int i = 1; i <= nn; i++) {
-            snprintf(name[i], 16, "v%d", i);
-            int k = 1 + rand() % 3;
-            const char *in[3];
-            for (int j = 0; j < k; j++)
-                in[j] = name[rand() % i];
-            const char *out[1] = {name[i]};
-            ipu_graph_add_node(g, rand() % 4 == 0 ? "FakeView" : "FakeSum", NULL, k, in, 1, out);
-        }
-        ipu_graph_add_input(g, "x");
-        ipu_graph_add_output(g, name[nn]);
-        prepared(g, 64);
+        ipu_graph_t *g = random_dag("rand", nn, 0, name);
         ipu_buffer_plan_t p;
         assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 1, &p), IPU_OK);
         int first[64], last[64];
@@ -299,21 +311,8 @@ static void test_long_dags_first_fit(void **state)
     static int first[MAXN + 1], last[MAXN + 1], live[2 * MAXN + 3];
     srand(11);
     for (int trial = 0; trial < 20; trial++) {
-        ipu_graph_t *g = ipu_graph_new("long");
         int nn = 300 + rand() % 400;
-        snprintf(name[0], 16, "x");
-        for (int i = 1; i <= nn; i++) {
-            snprintf(name[i], 16, "v%d", i);
-            int k = 1 + rand() % 3;
-            const char *in[3];
-            for (int j = 0; j < k; j++)
-                in[j] = name[i - 1 - rand() % (i < 4 ? i : 4)];
-            const char *out[1] = {name[i]};
-            ipu_graph_add_node(g, "FakeSum", NULL, k, in, 1, out);
-        }
-        ipu_graph_add_input(g, "x");
-        ipu_graph_add_output(g, name[nn]);
-        prepared(g, 64);
+        ipu_graph_t *g = random_dag("long", nn, 4, name);
         ipu_buffer_plan_t p;
         assert_int_equal(ipu_plan_buffers(g, g->order, g->n_nodes, g->inputs, 1, g->outputs, 1, &p), IPU_OK);
         lifetimes(g, nn, first, last);
