@@ -2,7 +2,7 @@
 // Peer driver: run a model with onnxruntime-node (CPU) on ONNX test data.
 //
 //   ort_run.js MODEL.onnx|MODEL_DIR [--inputs DIR] [--threads T] [--runs N]
-//              [--warmup W] [--check]
+//              [--warmup W] [--check] [--profile PREFIX]
 //
 // MODEL_DIR is a folder holding model.onnx and test_data_set_0/ (the layout
 // of tests/models/make_models.py). --inputs DIR holds input_N.pb
@@ -15,6 +15,9 @@
 // Prints one JSON line:
 //   {"model":..., "threads":T, "runs":N, "median_ms":..., "min_ms":...,
 //    "max_ms":..., "check":"pass"|"fail"|null, "max_abs_err":..., "worst":...}
+// --profile PREFIX writes onnxruntime's per-node profile of the warm-up and
+// timed runs to PREFIX_<date>.json (Chrome trace format; the path goes to
+// stderr): what `ipu-exec --profile` is compared with, node by node.
 // --check compares the outputs with output_N.pb as numpy.allclose(rtol=1e-3,
 // atol=1e-4) does and exits 1 on a mismatch. Bad usage or input: exit 2.
 'use strict';
@@ -23,7 +26,7 @@ const path = require('path');
 
 const RTOL = 1e-3, ATOL = 1e-4;
 const USAGE = 'usage: ort_run.js MODEL.onnx|MODEL_DIR [--inputs DIR] [--threads T] ' +
-              '[--runs N] [--warmup W] [--check]';
+              '[--runs N] [--warmup W] [--check] [--profile PREFIX]';
 
 function die(msg, code = 2) {
   process.stderr.write(`ort_run.js: ${msg}\n`);
@@ -62,7 +65,7 @@ function element(t, i) {
 }
 
 function parseArgs(argv) {
-  const o = { model: null, inputs: null, threads: 1, runs: 10, warmup: 1, check: false };
+  const o = { model: null, inputs: null, threads: 1, runs: 10, warmup: 1, check: false, profile: null };
   const num = (i, name, min) => {
     const v = Number(argv[i]);
     if (!Number.isInteger(v) || v < min) die(`${name} needs an integer >= ${min}, got '${argv[i]}'`);
@@ -75,6 +78,10 @@ function parseArgs(argv) {
     else if (a === '--runs') o.runs = num(++i, a, 1);
     else if (a === '--warmup') o.warmup = num(++i, a, 0);
     else if (a === '--check') o.check = true;
+    else if (a === '--profile') {
+      o.profile = argv[++i];
+      if (!o.profile) die('--profile needs a file prefix');
+    }
     else if (a === '-h' || a === '--help') { console.log(USAGE); process.exit(0); }
     else if (a.startsWith('-')) die(`unknown option ${a}\n${USAGE}`);
     else if (o.model === null) o.model = a;
@@ -160,6 +167,7 @@ async function main() {
     sess = await ort.InferenceSession.create(o.model, {
       intraOpNumThreads: o.threads, interOpNumThreads: 1, executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      ...(o.profile ? { enableProfiling: true, profileFilePrefix: o.profile } : {}),
     });
   } catch (e) {
     die(`${o.model}: onnxruntime cannot load it: ${e.message}`);
@@ -180,6 +188,10 @@ async function main() {
     const t0 = process.hrtime.bigint();
     await sess.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  if (o.profile) {
+    sess.endProfiling();
+    process.stderr.write(`ort_run.js: profile written to ${o.profile}_<date>.json\n`);
   }
   times.sort((a, b) => a - b);
   const ms = (v) => +v.toFixed(3);
