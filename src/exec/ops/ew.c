@@ -214,13 +214,14 @@ W512 static void silu_w512(float *y, int64_t n)
     }
 }
 
+/* every feature target("arch=x86-64-v4") lets gcc use (BMI2 and the rest
+ * of x86-64-v3 too, not only the AVX-512 subsets), and the OS saving the
+ * AVX-512 registers */
 static int has_x86_64_v4(void)
 {
     static int known = -1; /* a benign race: every thread finds the same */
     if (known < 0)
-        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                __builtin_cpu_supports("avx512cd");
+        known = __builtin_cpu_supports("x86-64-v4");
     return known;
 }
 #else
