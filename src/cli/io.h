@@ -47,6 +47,12 @@ typedef struct cli_data {
  * missing file and the names it may have. */
 ipu_status_t cli_data_open(ipu_graph_t *g, const char *dir, int sets, int max_sets, int refs, int warn,
                            cli_data_t *d);
+/* IPU_ERR_INVALID_ARG when writing the outputs of n_batches micro-batches
+ * to dir (as cli_write_tensor does: dir itself for one, dir/test_data_set_M
+ * for several) would put them in a folder d's reference outputs are read
+ * from (the same directory, links followed): they would replace or shadow
+ * the references being checked. opt names the option in the message. */
+ipu_status_t cli_data_check_out_dir(const cli_data_t *d, const char *opt, const char *dir, int n_batches);
 void cli_data_free(cli_data_t *d);
 /* Read the inputs of micro-batch mb into ins[0..n_inputs) (data malloc'd). */
 ipu_status_t cli_data_inputs(const ipu_graph_t *g, const cli_data_t *d, int mb, ipu_tensor_t *ins);

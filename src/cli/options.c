@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static void usage(FILE *f)
 "                      whose batch dimension is fixed takes only that size\n"
 "  --output-dir DIR    write the outputs as DIR/output_N.pb, or with --batches\n"
 "                      > 1 as DIR/test_data_set_M/output_N.pb per micro-batch M\n"
+"                      (with --check, not where its references are read from)\n"
 "  --save-inputs DIR   write the inputs used (read or synthetic) the same way,\n"
 "                      as input_N.pb: with the outputs, --inputs for a replay\n"
 "  --format pb|npy     files written by --output-dir and --save-inputs:\n"
@@ -47,7 +49,8 @@ static void usage(FILE *f)
 "                      a mismatch. Without --inputs: the test_data_set_M/ next\n"
 "                      to the model (the ONNX test-data layout), if there are\n"
 "                      any; micro-batch M reads test_data_set_<M mod sets>/\n"
-"  --rtol X, --atol X  tolerances of --check (default 1e-3 and 1e-4)\n"
+"  --rtol X, --atol X  tolerances of --check, finite and >= 0 (default 1e-3\n"
+"                      and 1e-4)\n"
 "  --digest            print one digest of every micro-batch's outputs, byte\n"
 "                      for byte: the same on one rank and in any pipeline or\n"
 "                      replicas of the same micro-batches, and for other bytes\n"
@@ -226,9 +229,9 @@ static int option(int c, char **argv, cli_opts_t *o)
     case O_RTOL: case O_ATOL: {
         char *end;
         double v = strtod(optarg, &end);
-        if (end == optarg || *end || v < 0)
-            return c == O_RTOL ? cli_usage_error("--rtol %s: expected a non-negative number", optarg)
-                               : cli_usage_error("--atol %s: expected a non-negative number", optarg);
+        if (end == optarg || *end || !(v >= 0) || isinf(v)) /* !(v >= 0): NaN too */
+            return c == O_RTOL ? cli_usage_error("--rtol %s: expected a finite non-negative number", optarg)
+                               : cli_usage_error("--atol %s: expected a finite non-negative number", optarg);
         *(c == O_RTOL ? &o->rtol : &o->atol) = v;
         break;
     }

@@ -9,6 +9,7 @@
 #include "graph/load.h"
 #include "partition/partition.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -71,8 +72,18 @@ static int check_write_dest(const char *write)
     const char *dir = dirname(copy);
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return cli_usage_error("--write %s: its folder does not exist", write);
-    if (access(dir, W_OK | X_OK) != 0)
-        return cli_usage_error("--write %s: its folder is not writable", write);
+    /* a file made and removed: permissions alone do not tell (root, /proc,
+     * a read-only mount) */
+    char probe[4200];
+    snprintf(probe, sizeof(probe), "%s/.ipu-exec-plan-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0) {
+        char what[4300];
+        snprintf(what, sizeof(what), "%s: cannot create a file in its folder: %s", write, strerror(errno));
+        return cli_usage_error("--write %s", what);
+    }
+    close(fd);
+    unlink(probe);
     return -1;
 }
 

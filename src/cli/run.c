@@ -301,6 +301,9 @@ ipu_status_t cli_run_single(const cli_opts_t *o)
     ipu_tensor_t *ins = NULL, *outs = NULL;
     if ((st = data_init(&d, o, g, 1)) != IPU_OK) /* g's inputs as the files give them */
         goto out;
+    if (o->check && o->output_dir &&
+        (st = cli_data_check_out_dir(&d.files, "--output-dir", o->output_dir, o->batches)) != IPU_OK)
+        goto out;
     ins = calloc((size_t)g->n_inputs + 1, sizeof(*ins));
     outs = calloc((size_t)g->n_outputs + 1, sizeof(*outs));
     times = calloc((size_t)o->batches, sizeof(double));
@@ -466,6 +469,8 @@ ipu_status_t cli_run_pipeline(cli_opts_t *o, int rank)
         st = data_init(&d, o, g, rank == 0);
     if (st == IPU_OK && o->output_dir)
         st = cli_check_output_dir("--output-dir", o->output_dir);
+    if (st == IPU_OK && o->check && o->output_dir)
+        st = cli_data_check_out_dir(&d.files, "--output-dir", o->output_dir, o->batches);
     if (st == IPU_OK && o->save_inputs)
         st = cli_check_output_dir("--save-inputs", o->save_inputs);
     int world = 1;

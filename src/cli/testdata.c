@@ -150,8 +150,8 @@ static ipu_status_t open_set(const ipu_graph_t *g, const char *dir, int set, int
         int pb;
         int needed = p < d->n_required || (g->values[d->value[p]].flags & IPU_VALUE_INPUT); /* fed already */
         if ((st = resolve(dir, "input", p, name, warn, path, &pb)) == IPU_OK && *path == NULL && needed)
-            st = ipu_error(IPU_ERR_IO, "%s/input_%d.pb: no such file; --inputs needs a file per model "
-                           "input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, p, p, p,
+            st = ipu_error(IPU_ERR_IO, "%s/input_%d.pb: no such file; a test-data folder needs a file per "
+                           "model input: input_%d.pb, input_%d.npy, %s.pb or %s.npy for input %d '%s'", dir, p, p, p,
                            name, name, p, name);
         if (*path)
             all_pb &= pb;
@@ -259,7 +259,8 @@ ipu_status_t cli_data_open(ipu_graph_t *g, const char *dir, int sets, int max_se
     char sub[4200];
     memset(d, 0, sizeof(*d));
     if (!is_dir(dir))
-        return ipu_error(IPU_ERR_IO, "--inputs %s: not a directory", dir);
+        return ipu_error(IPU_ERR_IO, "--inputs %s: %s", dir,
+                         access(dir, F_OK) != 0 ? "no such directory" : "not a directory");
     ipu_status_t st = list_positions(g, d);
     if (st != IPU_OK) {
         cli_data_free(d);
@@ -310,6 +311,42 @@ ipu_status_t cli_data_open(ipu_graph_t *g, const char *dir, int sets, int max_se
             printf("inputs: %s/test_data_set_{0..%d}: micro-batch M reads test_data_set_<M mod %d>\n", dir,
                    n - 1, n);
         fflush(stdout);
+    }
+    return IPU_OK;
+}
+
+/* 1 when a and b name the same existing directory (links followed) */
+static int same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+ipu_status_t cli_data_check_out_dir(const cli_data_t *d, const char *opt, const char *dir, int n_batches)
+{
+    for (int i = 0; i < d->n_sets * d->n_out; i++) {
+        const char *ref = d->ref ? d->ref[i] : NULL;
+        const char *slash = ref ? strrchr(ref, '/') : NULL;
+        if (ref == NULL)
+            continue;
+        char rdir[4200], wdir[4200];
+        snprintf(rdir, sizeof(rdir), "%.*s", slash ? (int)(slash - ref) : 1, slash ? ref : ".");
+        int hit = n_batches <= 1 && same_dir(rdir, dir);
+        /* with several micro-batches, DIR/test_data_set_M (M < n_batches)
+         * are written: is the reference's folder one of them? */
+        const char *base = strrchr(rdir, '/');
+        int m;
+        char end;
+        if (!hit && n_batches > 1 && sscanf(base ? base + 1 : rdir, "test_data_set_%d%c", &m, &end) == 1 &&
+            m >= 0 && m < n_batches) {
+            snprintf(wdir, sizeof(wdir), "%s/test_data_set_%d", dir, m);
+            hit = same_dir(rdir, wdir);
+        }
+        if (hit)
+            return ipu_error(IPU_ERR_INVALID_ARG,
+                             "%s %s would write this run's outputs over the references --check compares "
+                             "them with (%s): give --output-dir another folder", opt, dir, ref);
     }
     return IPU_OK;
 }

@@ -25,6 +25,8 @@ void ipu_log_emit(ipu_log_level_t level, const char *file, int line, const char 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     const char *base = strrchr(file, '/');
-    fprintf(stderr, "[ipu-exec:%d] %-5s %s:%d %s\n", log_rank, tags[level],
-            base ? base + 1 : file, line, msg);
+    char who[32] = "ipu-exec"; /* a rank only under MPI */
+    if (log_rank >= 0)
+        snprintf(who, sizeof(who), "ipu-exec:%d", log_rank);
+    fprintf(stderr, "[%s] %-5s %s:%d %s\n", who, tags[level], base ? base + 1 : file, line, msg);
 }

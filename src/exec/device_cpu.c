@@ -121,8 +121,12 @@ ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
     if (need > dev->params.capacity) {
         char msg[256];
         ipu_stage_mem_str(&m, dev->params.capacity, msg, sizeof(msg));
-        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: the stage %s; raise --ipu-memory or split the "
-                         "model over more IPUs", dev->params.index, msg);
+        /* oneDNN's scratchpads grow with the team: say so where they
+         * are most of what does not fit */
+        int threads_help = dev->params.threads > 1 && m.scratch > need - dev->params.capacity;
+        return ipu_error(IPU_ERR_NO_MEMORY, "IPU %d: the stage %s; raise --ipu-memory%s or split the "
+                         "model over more IPUs", dev->params.index, msg,
+                         threads_help ? ", lower --threads (the scratch grows with it)" : "");
     }
     ipu_status_t st = ipu_stage_load(stage);
     ipu_dnn_end_host_team(); /* the load's weight reorders ran here */

@@ -404,14 +404,14 @@ static ipu_status_t too_many_stages(int n, const ipu_partition_params_t *p)
         return ipu_error(IPU_ERR_INVALID_ARG, "cannot split the model into %d stages: constant folding "
                          "computed every node at load; use --stages 1", p->stages);
     if (R == 0)
-        return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages; use at most %d",
-                         n, n == 1 ? "" : "s", p->stages, n);
+        return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d running node%s (after folding and "
+                         "fusion) into %d stages; use at most %d", n, n == 1 ? "" : "s", p->stages, n);
     char advice[96]; /* under mpirun: the user never gave a stage count */
     if (n / K * R > 0)
         snprintf(advice, sizeof(advice), "run with mpirun -np %d or fewer", n / K * R);
     else
         snprintf(advice, sizeof(advice), "use a smaller --ipus-per-rank (at most %d)", n);
-    return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d node%s into %d stages: under mpirun the stage "
+    return ipu_error(IPU_ERR_INVALID_ARG, "cannot split %d running node%s into %d stages: under mpirun the stage "
                      "count is the ranks per replica (-np %d / %d replica%s) x --ipus-per-rank %d; %s",
                      n, n == 1 ? "" : "s", p->stages, p->stages / K * R, R, R > 1 ? "s" : "", K, advice);
 }

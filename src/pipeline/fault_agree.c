@@ -273,8 +273,9 @@ static ipu_status_t member(MPI_Comm comm, int size, ipu_status_t st, const ipu_a
         }
         if (limit > 0 && MPI_Wtime() - t0 > limit) {
             *lost = 1;
-            out = ipu_error(IPU_ERR_TIMED_OUT, "lost rank 0: it did not answer on %s within %g s; "
-                            "it died or hangs (if it is only slow, raise --timeout)", p->step, limit);
+            out = ipu_error(IPU_ERR_TIMED_OUT, "lost rank 0: it did not answer on %s within %g s "
+                            "(--timeout %g s and a margin for its own part); it died or hangs (if it is "
+                            "only slow, raise --timeout)", p->step, limit, p->timeout_s);
             break;
         }
         nap();

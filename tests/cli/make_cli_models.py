@@ -47,6 +47,9 @@ OUT/held/model.onnx           x[1,8,10,10] -> Conv(Wa[16,8,3,3], pad 1) -> Relu 
                               read only by the Conv that holds it in its own layout
                               once loaded, Wb also by the Mul; test_data_set_0
                               (numpy)
+OUT/conv/model.onnx           x[1,32,28,28] -> Conv(W[32,32,3,3], pad 1) -> y: a
+                              convolution whose oneDNN scratchpad (Winograd on
+                              AVX-512) grows with the threads
 """
 import os, sys
 import numpy as np
@@ -292,6 +295,17 @@ def dflt():
     np.save(f"{d}/wrong/b.npy", c)
 
 
+def conv():
+    w = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"], pads=[1, 1, 1, 1])], "conv",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 28, 28])],
+                          [numpy_helper.from_array(w, "W")])
+    d = os.path.join(out, "conv")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(d, "model.onnx"))
+
+
 mlp()
 infs()
 two_in()
@@ -300,3 +314,4 @@ held()
 bad_inputs()
 noshape()
 dflt()
+conv()

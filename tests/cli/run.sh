@@ -256,7 +256,40 @@ one_line "a node alone does not fit"
 # a float16 model: how many nodes read float16, and what to do
 expect 2 "float16 model" "node 'mm1' (MatMul): .*float16.*; 3 nodes read float16 tensors .* convert the model to float32" -- "$EXE" "$W/fp16/model.onnx"
 one_line "float16 model"
-expect 2 "--rtol -1" "^ipu-exec: --rtol -1: expected a non-negative number" -- "$EXE" "$M/model.onnx" --rtol -1
+expect 2 "--rtol -1" "^ipu-exec: --rtol -1: expected a finite non-negative number" -- "$EXE" "$M/model.onnx" --rtol -1
+# a NaN or infinite tolerance read a report of an element that matched, at [0,-1]
+expect 2 "--atol nan" "^ipu-exec: --atol nan: expected a finite non-negative number" -- "$EXE" "$M/model.onnx" --check --inputs "$M/bad_ref" --atol nan
+expect 2 "--rtol inf" "^ipu-exec: --rtol inf: expected a finite non-negative number" -- "$EXE" "$M/model.onnx" --check --inputs "$M/bad_ref" --rtol inf
+# --output-dir in the folder of --check's references wrote the outputs over
+# them, and then checked them against themselves: refused, the files kept
+cp -r "$M/bad_ref" "$W/clob" && cp "$W/clob/output_0.pb" "$W/clob_ref.pb"
+expect 2 "--output-dir over the references" "^ipu-exec: --output-dir $W/clob would write this run's outputs over the references --check compares them with ($W/clob/output_0.pb): give --output-dir another folder" -- "$EXE" "$M/model.onnx" --inputs "$W/clob" --check --output-dir "$W/clob"
+one_line "--output-dir over the references"
+cmp -s "$W/clob/output_0.pb" "$W/clob_ref.pb" && ok "the reference is kept" || fail "--output-dir over the references: the reference changed"
+mkdir -p "$W/clob2" && cp -r "$M/test_data_set_0" "$W/clob2/" && ln -s "$W/clob2/test_data_set_0" "$W/clob2_link"
+expect 2 "--output-dir over test_data_set_0 (--batches 2)" "would write this run's outputs over the references" -- "$EXE" "$M/model.onnx" --inputs "$W/clob2" --check --batches 2 --output-dir "$W/clob2"
+expect 2 "--output-dir: a link to the references' folder" "would write this run's outputs over the references" -- "$EXE" "$M/model.onnx" --inputs "$W/clob2" --check --output-dir "$W/clob2_link"
+expect 0 "--output-dir beside test_data_set_0" "^check: 1 output of 1 micro-batch ok" -- "$EXE" "$M/model.onnx" --inputs "$W/clob2" --check --output-dir "$W/clob2"
+expect 2 "--inputs that does not exist" "^ipu-exec: --inputs $W/nonexistent: no such directory" -- "$EXE" "$M/model.onnx" --inputs "$W/nonexistent"
+# the log names no rank outside MPI (it said -1)
+IPU_EXEC_LOG_LEVEL=info "$EXE" "$M/model.onnx" >"$W/out" 2>"$W/err"
+grep -q '^\[ipu-exec\] INFO ' "$W/err" && ! grep -q 'ipu-exec:-1' "$W/err" && ok "log prefix without MPI" ||
+    fail "log prefix without MPI: $(head -3 "$W/err")"
+# a stage over its IPU mostly by oneDNN's scratchpads, which grow with
+# --threads: the advice says so
+# (where oneDNN's kernel for it has a scratchpad per thread: Winograd on AVX-512)
+used=$("$EXE" "$W/conv/model.onnx" --threads 256 | sed -n 's/.* \([0-9.]*\) MiB of .* used$/\1/p')
+if [ -n "$used" ] && [ "${used%.*}" -ge 16 ]; then
+    expect 2 "scratch over the IPU: lower --threads" "raise --ipu-memory, lower --threads (the scratch grows with it) or split" -- "$EXE" "$W/conv/model.onnx" --threads 256 --ipu-memory 4M
+else
+    ok "scratch over the IPU: skipped ($used MiB at 256 threads: no scratchpad per thread here)"
+fi
+# plan --write into a folder nothing can be created in (/proc, even as
+# root): refused before the plan is made, not after it is printed
+if [ -d /proc/self ]; then
+    expect 2 "plan --write into /proc" "^ipu-exec: --write /proc/x.onnx: cannot create a file in its folder" -- "$EXE" plan "$M/model.onnx" --write /proc/x.onnx
+    [ ! -s "$W/out" ] && ok "plan --write into /proc: nothing printed first" || fail "plan --write into /proc printed: $(cat "$W/out")"
+fi
 expect 2 "--ipu-memory 0.5" "--ipu-memory 0.5: expected a size" -- "$EXE" "$M/model.onnx" --ipu-memory 0.5
 # settings (src/common/settings.c): info --config lists every one, bare, with
 # where its value comes from; docs/settings.md is generated from the table
@@ -372,8 +405,12 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     diff -r "$W/rrec" "$W/rec" | grep -q input_ && fail "--replicas 2 saved other inputs: $(diff -r "$W/rrec" "$W/rec")" ||
         { [ -f "$W/rrec/test_data_set_1/input_0.pb" ] && ok "--replicas 2 saved both micro-batches' inputs as one rank does" || fail "rrec: $(find "$W/rrec")"; }
     expect 2 "different --format" "^ipu-exec (rank 1): the ranks disagree on --format: rank 0 has pb, rank 1 has npy" -- timeout 30 "${MPIRUN:-mpirun}" -np 1 "$EXE" "$M/model.onnx" : -np 1 "$EXE" "$M/model.onnx" --format npy
+    # a pipeline's --output-dir over --check's references: refused on every
+    # rank count, the reference kept
+    expect 2 "mpirun -np 2: --output-dir over the references" "would write this run's outputs over the references --check compares" -- mpi -np 2 "$EXE" "$M/model.onnx" --inputs "$W/clob" --check --output-dir "$W/clob"
+    cmp -s "$W/clob/output_0.pb" "$W/clob_ref.pb" && ok "mpirun -np 2: the reference is kept" || fail "mpirun -np 2: the reference changed"
     # the stage count comes from -np when --stages was never given: say so
-    expect 2 "mpirun -np 5 on 4 nodes" "cannot split 4 nodes into 5 stages: under mpirun the stage count is the ranks per replica (-np 5 / 1 replica) x --ipus-per-rank 1; run with mpirun -np 4 or fewer" -- mpi -np 5 "$EXE" "$M/model.onnx"
+    expect 2 "mpirun -np 5 on 4 nodes" "cannot split 4 running nodes into 5 stages: under mpirun the stage count is the ranks per replica (-np 5 / 1 replica) x --ipus-per-rank 1; run with mpirun -np 4 or fewer" -- mpi -np 5 "$EXE" "$M/model.onnx"
     expect 2 "mpirun -np 1 --replicas 2" "1 rank does not divide into 2 replicas" -- mpi -np 1 "$EXE" "$M/model.onnx" --replicas 2
     # a pipeline's mismatch lines come after rank 0's plan and report
     expect 1 "mpirun -np 2 mismatch" "MISMATCH" -- mpi -np 2 "$EXE" "$M/model.onnx" --inputs "$M/bad_ref" --check
