@@ -21,8 +21,17 @@ int main(int argc, char **argv)
      * fold constants) would stay in its heap, counted in its RSS */
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
     if (argc > 1 && strcmp(argv[1], "plan") == 0) {
+        /* one process, without MPI: under a launcher rank 0 plans, says
+         * what goes wrong (a usage error too: cli_usage_error leaves that
+         * to a launched job's start-up agreement) and writes --write */
+        ipu_launcher_t l = ipu_launcher();
+        if (l.launched && l.rank > 0)
+            return 0;
         ipu_log_init(-1); /* IPU_EXEC_LOG_LEVEL: oneDNN's choices at debug */
-        return cli_plan_main(argc - 1, argv + 1);
+        int rc = cli_plan_main(argc - 1, argv + 1);
+        if (rc == 2 && l.launched && cli_usage_message()[0])
+            cli_usage_print();
+        return rc;
     }
     if (argc > 1 && strcmp(argv[1], "info") == 0)
         return cli_info_main(argc - 1, argv + 1);

@@ -39,7 +39,9 @@ static void plan_usage(FILE *f)
 "Costs come from the cost model (FLOPs and bytes, the same on any machine);\n"
 "--measure times the Conv/Gemm/MatMul nodes on this machine's kernels and\n"
 "fuses activations first, as a pipelined run does, so the plan is the one\n"
-"`mpirun ipu-exec MODEL` makes (up to timing noise; about a second more).\n");
+"`mpirun ipu-exec MODEL` makes (up to timing noise; about a second more).\n"
+"plan runs in one process, without MPI: under mpirun only rank 0 says\n"
+"anything (and writes --write), and the stage count is --stages, not -np.\n");
 }
 
 /* Set the graph inputs' shapes from tensors and infer (no device). */
