@@ -414,6 +414,9 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     expect 0 "mpirun -np 2 ipu-exec plan" "^plan of" -- mpi -np 2 "$EXE" plan "$M/model.onnx"
     [ "$(grep -c '^plan of' "$W/out")" -eq 1 ] && ok "mpirun -np 2 ipu-exec plan: printed once" || fail "mpirun -np 2 plan: $(cat "$W/out")"
     expect 2 "mpirun -np 1 ipu-exec plan --bogus" "^ipu-exec: unknown option --bogus" -- mpi -np 1 "$EXE" plan "$M/model.onnx" --bogus
+    expect 2 "mpirun -np 2 ipu-exec info --bogus" "^ipu-exec: info: unknown option --bogus" -- mpi -np 2 "$EXE" info --bogus
+    [ "$(grep -c 'unknown option' "$W/out" "$W/err" | awk -F: '{s += $2} END {print s}')" -eq 1 ] && ok "mpirun -np 2 ipu-exec info --bogus: said once" ||
+        fail "info --bogus under mpirun: $(cat "$W/err")"
     # the stage count comes from -np when --stages was never given: say so
     expect 2 "mpirun -np 5 on 4 nodes" "cannot split 4 running nodes into 5 stages: under mpirun the stage count is the ranks per replica (-np 5 / 1 replica) x --ipus-per-rank 1; run with mpirun -np 4 or fewer" -- mpi -np 5 "$EXE" "$M/model.onnx"
     expect 2 "mpirun -np 1 --replicas 2" "1 rank does not divide into 2 replicas" -- mpi -np 1 "$EXE" "$M/model.onnx" --replicas 2
