@@ -74,7 +74,8 @@ static void usage(FILE *f)
 "                      batch M goes to replica M %% R\n"
 "  --ipus-per-rank K   IPUs owned by each rank (default 1): stages = ranks per\n"
 "                      replica x K, stage s on rank s / K, IPU s %% K\n"
-"  --credits C         micro-batches in flight per boundary link (default 2)\n"
+"  --credits C         micro-batches in flight per boundary link, 1 to 16\n"
+"                      (default 2)\n"
 "  --transport T       ucx (default) or mpi, between ranks\n"
 "  --bind cores|none   bind each IPU worker to its own core of the rank's NUMA\n"
 "                      domain, dealt over the host's ranks (default cores)\n"
@@ -200,8 +201,10 @@ static int option(int c, char **argv, cli_opts_t *o)
     case O_TIMEOUT: {
         char *end;
         o->timeout_s = strtod(optarg, &end);
-        if (end == optarg || *end || o->timeout_s <= 0)
-            return cli_usage_error("--timeout %s: expected a positive number of seconds", optarg);
+        /* NaN and inf refused; deadlines are time_t seconds from now */
+        if (end == optarg || *end || !(o->timeout_s > 0) || o->timeout_s > 1e9)
+            return cli_usage_error("--timeout %s: expected a positive number of seconds, at most 1e9",
+                                   optarg);
         break;
     }
     case O_BATCHES:

@@ -193,8 +193,8 @@ static ipu_status_t agree_isa(pipe_t *pp, MPI_Comm comm, int *lost)
                  low < 0 ? "less" : ipu_dnn_isa_top(all[2 * low]));
     if (pp->rank == 0 && wants >= 0 && not >= 0)
         ipu_warn("convolutions ask for oneDNN's layout on every rank, not the blocked one (rank %d "
-                 "wants it, rank %d not: IPU_EXEC_CONV_LAYOUT or the CPU), so that ranks holding "
-                 "the same stage run the same kernels", wants, not);
+                 "asks for the blocked layout, rank %d does not: IPU_EXEC_CONV_LAYOUT or the CPU), so "
+                 "that ranks holding the same stage run the same kernels", wants, not);
     free(all);
     return capped < 0 ? (ipu_status_t)capped : IPU_OK;
 }
@@ -273,8 +273,9 @@ ipu_status_t pipe_agree_plan(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const ip
     if (st == IPU_OK && plan->n_stages != pp->S && plan->n_stages % pp->K != 0)
         st = ipu_error(IPU_ERR_INVALID_ARG, "the model's annotations give %s, not a "
                        "multiple of --ipus-per-rank %d (a rank runs one stage on each of its IPUs); "
-                       "run with --ipus-per-rank 1 -np %d, or re-plan it with ipu-exec plan --stages %d "
-                       "--ipus-per-rank %d", stages, pp->K, plan->n_stages * pp->R,
+                       "run with --ipus-per-rank 1 -np %d, or re-plan the model it was made from (the "
+                       "annotations win over --stages) with ipu-exec plan --stages %d --ipus-per-rank %d",
+                       stages, pp->K, plan->n_stages * pp->R,
                        (plan->n_stages + pp->K - 1) / pp->K * pp->K, pp->K);
     else if (st == IPU_OK && plan->n_stages != pp->S)
         st = ipu_error(IPU_ERR_INVALID_ARG, "the model's annotations give %s but %d "

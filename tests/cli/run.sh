@@ -256,6 +256,10 @@ one_line "a node alone does not fit"
 # a float16 model: how many nodes read float16, and what to do
 expect 2 "float16 model" "node 'mm1' (MatMul): .*float16.*; 3 nodes read float16 tensors .* convert the model to float32" -- "$EXE" "$W/fp16/model.onnx"
 one_line "float16 model"
+# --timeout inf overflowed the watchdog's deadline and hung a healthy
+# pipeline; nan ran with no timeout
+expect 2 "--timeout inf" "^ipu-exec: --timeout inf: expected a positive number of seconds, at most 1e9" -- "$EXE" "$M/model.onnx" --timeout inf
+expect 2 "--timeout nan" "^ipu-exec: --timeout nan: expected a positive number of seconds" -- "$EXE" "$M/model.onnx" --timeout nan
 expect 2 "--rtol -1" "^ipu-exec: --rtol -1: expected a finite non-negative number" -- "$EXE" "$M/model.onnx" --rtol -1
 # a NaN or infinite tolerance read a report of an element that matched, at [0,-1]
 expect 2 "--atol nan" "^ipu-exec: --atol nan: expected a finite non-negative number" -- "$EXE" "$M/model.onnx" --check --inputs "$M/bad_ref" --atol nan
@@ -372,7 +376,7 @@ if command -v "${MPIRUN:-mpirun}" >/dev/null; then
     grep -q "lost rank" "$W/err" && fail "--output-dir a file: $(cat "$W/err")" || ok "--output-dir a file under mpirun: no lost rank"
     # a model annotated with 3 stages on ranks of 2 IPUs: the advice runs
     "$EXE" plan "$M/model.onnx" --stages 3 --write "$W/ann3.onnx" >/dev/null 2>&1 || fail "plan --stages 3 --write"
-    expect 2 "3 annotated stages, 2 IPUs per rank" "not a multiple of --ipus-per-rank 2 .*run with --ipus-per-rank 1 -np 3, or re-plan it with ipu-exec plan --stages 4 --ipus-per-rank 2" -- mpi -np 2 "$EXE" "$W/ann3.onnx" --ipus-per-rank 2
+    expect 2 "3 annotated stages, 2 IPUs per rank" "not a multiple of --ipus-per-rank 2 .*run with --ipus-per-rank 1 -np 3, or re-plan the model it was made from (the annotations win over --stages) with ipu-exec plan --stages 4 --ipus-per-rank 2" -- mpi -np 2 "$EXE" "$W/ann3.onnx" --ipus-per-rank 2
     expect 0 "the advice runs" "manual partition: 3 stages" -- mpi -np 3 "$EXE" "$W/ann3.onnx" --ipus-per-rank 1
     # --profile under mpirun: every rank's stage, op types and nodes
     expect 0 "mpirun -np 2 --profile" "^profile (rank 1, stage 1): node " -- mpi -np 2 "$EXE" "$M/model.onnx" --profile --batches 2

@@ -56,7 +56,7 @@ OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_CONV_LAYOUT=onednn "$EXE" "$m
     --output-dir "$W/lout" 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && [ "$(echo "$OUT" | grep -c "convolutions ask for oneDNN's layout on every rank")" -eq 1 ] &&
-    echo "$OUT" | grep -q "rank 1 wants it, rank 0 not"; then
+    echo "$OUT" | grep -q "rank 1 asks for the blocked layout, rank 0 does not"; then
     ok "rank 1 wants the blocked layout, rank 0 not: oneDNN's on both, said once"
 else fail "the layout agreement (exit $rc)"; echo "$OUT" | tail -5; fi
 diff -r "$W/lref" "$W/lout" >/dev/null && ok "those replicas' outputs are identical to one rank in oneDNN's layout" ||
