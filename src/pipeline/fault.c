@@ -10,9 +10,20 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+double ipu_fault_ping_s(double timeout_s)
+{
+    double floor_s = timeout_s / 2.5 < IPU_LOST_PING_S ? timeout_s / 2.5 : IPU_LOST_PING_S;
+    return timeout_s / 4 > floor_s ? timeout_s / 4 : floor_s;
+}
+
+double ipu_fault_suspect_s(double timeout_s)
+{
+    return timeout_s / 5 < IPU_FAULT_SUSPECT_S ? timeout_s / 5 : IPU_FAULT_SUSPECT_S;
+}
+
 ipu_status_t ipu_fault_open_notices(ipu_fault_t *f, ipu_transport_t *tr)
 {
-    return ipu_lost_open(tr, f->timeout_s / 4, &f->lost);
+    return ipu_lost_open(tr, ipu_fault_ping_s(f->timeout_s), &f->lost);
 }
 
 ipu_status_t ipu_fault_poll(ipu_fault_t *f)

@@ -87,9 +87,20 @@ typedef struct ipu_fault {
     ipu_lost_t *lost;       /* owned; NULL until ipu_fault_open_notices */
 } ipu_fault_t;
 
-/* Lost-rank notices and pings over tr (transport/lost.h): a ping
- * unanswered for timeout_s / 4 (at least IPU_LOST_PING_S) loses its peer.
- * Errors: IPU_ERR_NO_MEMORY, the transport's. */
+/* seconds without any event before a waiting rank pings the ranks it waits
+ * on (less for a short --timeout: ipu_fault_suspect_s) */
+#define IPU_FAULT_SUSPECT_S 2.0
+/* How long a ping may stay unanswered before its peer is lost, for a
+ * --timeout of timeout_s: timeout_s / 4, at least IPU_LOST_PING_S or
+ * timeout_s / 2.5 where that is less; and how long a rank waits without
+ * any event before it pings (IPU_FAULT_SUSPECT_S, at most timeout_s / 5).
+ * Together under 0.6 x timeout_s, so that a rank that stops is named by its
+ * peers (and their notices) before --timeout makes a live rank that waits
+ * on it look hung. */
+double ipu_fault_ping_s(double timeout_s);
+double ipu_fault_suspect_s(double timeout_s);
+/* Lost-rank notices and pings over tr (transport/lost.h), pings lost after
+ * ipu_fault_ping_s(timeout_s). Errors: IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_fault_open_notices(ipu_fault_t *f, ipu_transport_t *tr);
 /* A notice arrived: IPU_ERR_TRANSPORT naming the rank lost, else IPU_OK
  * (IPU_OK without notices). */

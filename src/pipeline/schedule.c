@@ -7,9 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-/* seconds without any event before the ranks waited on are pinged */
-#define IPU_SUSPECT_S 2.0
-
 /* Feed the graph inputs of micro-batch mb that stage ls reads. */
 static ipu_status_t write_graph_inputs(pipe_t *pp, lstage_t *ls, int mb)
 {
@@ -245,7 +242,7 @@ static int wakes_often(const pipe_t *pp)
  * local stages) the loop wakes every 2 ms meanwhile (transfers in flight
  * keep moving, and nothing they bring is needed before the stage ends);
  * with one stage and no such link, only every 50 ms (pings answered well
- * within IPU_SUSPECT_S), since each wake-up takes the core from the worker.
+ * within IPU_FAULT_SUSPECT_S), since each wake-up takes the core from the worker.
  * Otherwise poll the network with a back-off of at most 256 us. */
 static void back_off(lstage_t *run, int often, long *idle_us)
 {
@@ -290,7 +287,8 @@ ipu_status_t pipe_schedule(pipe_t *pp)
             idle_us = 1;
         if (events || run)
             last_event = t; /* a running stage is progress */
-        else if (t - last_event > IPU_SUSPECT_S && (st = check_peers(pp)) != IPU_OK)
+        else if (t - last_event > ipu_fault_suspect_s(pp->p->transport.timeout_s) &&
+                 (st = check_peers(pp)) != IPU_OK)
             return st;
         else if (t - last_event > pp->p->transport.timeout_s)
             return stalled(pp);

@@ -52,7 +52,7 @@ ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out)
     l->rank = ipu_transport_rank(t);
     l->size = n;
     l->dead = -1;
-    l->ping_s = ping_s > IPU_LOST_PING_S ? ping_s : IPU_LOST_PING_S;
+    l->ping_s = ping_s > 0 ? ping_s : IPU_LOST_PING_S;
     l->no_pings = ping_s < 0;
     for (int p = 0; p < n; p++) {
         if (p == l->rank)

@@ -25,8 +25,8 @@
 #define IPU_LOST_TAG IPU_TRANSPORT_TAG_MAX
 #define IPU_PING_TAG (IPU_TRANSPORT_TAG_MAX - 1)
 #define IPU_PONG_TAG (IPU_TRANSPORT_TAG_MAX - 2)
-/* a ping unanswered this long: the peer is lost (seconds; the least
- * ipu_lost_open's ping_s, which the pipeline makes --timeout / 4) */
+/* a ping unanswered this long: the peer is lost (seconds; ipu_lost_open's
+ * ping_s where the caller gives one: the pipeline's ipu_fault_ping_s) */
 #define IPU_LOST_PING_S 3.0
 /* a peer that answered is not pinged again for this long (seconds) */
 #define IPU_LOST_PING_EVERY_S 1.0
@@ -36,7 +36,7 @@
 typedef struct ipu_lost ipu_lost_t;
 
 /* Post the receives (notices and pings from every peer); a ping unanswered
- * for ping_s seconds (at least IPU_LOST_PING_S) loses its peer. ping_s < 0:
+ * for ping_s seconds (0: IPU_LOST_PING_S) loses its peer. ping_s < 0:
  * notices only (no ping receives; ipu_lost_alive says 1: libgcl). Errors:
  * IPU_ERR_NO_MEMORY, the transport's. */
 ipu_status_t ipu_lost_open(ipu_transport_t *t, double ping_s, ipu_lost_t **out);

@@ -14,6 +14,9 @@
 #  5. a rank that stops during set-up (SIGSTOP once it has opened the
 #     model, before the run starts): the others must not wait in a
 #     collective for ever but name it (pipeline/fault.h) within --timeout.
+#  6. rank 0 stopped (SIGSTOP) mid-stream with a short --timeout (5 s): the
+#     survivors must name it, not each other (the pings used to take 2 + 3 s,
+#     so rank 2's 5 s without data from live rank 1 came first).
 set -u
 . "$(dirname "$0")/common.sh"
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "SKIP: no torch/onnx"; exit 77; }
@@ -141,6 +144,29 @@ else
     survivors_name setup $victim 0 1
     grep -q "^ipu-exec (rank .): lost rank $victim: .*within 5 s" "$W/log" && ok "setup: the message says how long it waited" ||
         fail "setup: no wait in the message"
+fi
+pkill -9 -f "IPU_TEST_TAG=$tag" 2>/dev/null
+# 6. rank 0 stopped mid-stream, --timeout 5
+rm -rf "$W/codes" "$W/o"; mkdir -p "$W/codes"
+timeout -k 5 120 "$MPIRUN" --enable-recovery --oversubscribe -x IPU_TEST_TAG=$tag -x IPU_EXEC_ABORT_GRACE=1 -np 3 \
+    "$W/rank.sh" "$M" --batches 1000000 --output-dir "$W/o" --timeout 5 >"$W/log" 2>&1 &
+job=$!
+if wait_running "$W/o/test_data_set_3/output_0.pb"; then
+    stopped=""
+    for p in $(pgrep -f "ipu-exec $M"); do
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "IPU_TEST_TAG=$tag" &&
+            tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0" && stopped=$p
+    done
+    [ -n "$stopped" ] && kill -STOP "$stopped"
+    for r in 1 2; do
+        j=0
+        while [ ! -f "$W/codes/$r" ] && [ $j -lt 300 ]; do sleep 0.1; j=$((j + 1)); done
+    done
+    kill -9 "$stopped" 2>/dev/null
+    wait $job
+    survivors_name "stopped, --timeout 5" 0 1 2
+else
+    fail "stopped, --timeout 5: the job did not start"; kill $job
 fi
 pkill -9 -f "IPU_TEST_TAG=$tag" 2>/dev/null
 echo "faults: $fails failure(s)"
