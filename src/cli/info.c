@@ -80,8 +80,6 @@ int cli_info_main(int argc, char **argv)
     MPI_Comm local = MPI_COMM_NULL;
     int ipus_per_rank = 1, threads = 1, config = 0, markdown = 0;
     int rc = info_parse(argc, argv, &ipus_per_rank, &threads, &config, &markdown);
-    if (rc == 2 && mpi && ipu_launcher().rank <= 0 && cli_usage_message()[0])
-        cli_usage_print(); /* under a launcher cli_usage_error leaves it to the caller: rank 0 says it */
     if (rc >= 0)
         return rc;
     if (config) /* no ranks needed */

@@ -123,8 +123,8 @@ ipu_status_t cli_check_output(FILE *out, const char *name, int k, int mb, int ve
         if (special && (x == y || (isnan(x) && isnan(y))))
             continue;
         double d = fabs(x - y);
-        if ((special || !(d <= atol + rtol * fabs(y))) && bad++ == 0 && worst < 0)
-            worst = i; /* the first bad one, until one exceeds more */
+        if (special || !(d <= atol + rtol * fabs(y)))
+            bad++;
         double excess = special || isnan(d) ? INFINITY : d - (atol + rtol * fabs(y));
         if (excess > worst_excess) {
             worst_excess = excess;

@@ -20,21 +20,22 @@ int main(int argc, char **argv)
      * first such free, and weights a pipeline rank drops (or copies made to
      * fold constants) would stay in its heap, counted in its RSS */
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
-    if (argc > 1 && strcmp(argv[1], "plan") == 0) {
-        /* one process, without MPI: under a launcher rank 0 plans, says
-         * what goes wrong (a usage error too: cli_usage_error leaves that
-         * to a launched job's start-up agreement) and writes --write */
+    int plan = argc > 1 && strcmp(argv[1], "plan") == 0, info = argc > 1 && strcmp(argv[1], "info") == 0;
+    if (plan || info) {
+        /* plan is one process, without MPI: under a launcher rank 0 plans
+         * and writes --write. Neither has the run's start-up agreement, to
+         * which cli_usage_error leaves a launched job's usage error: rank 0
+         * says it here. */
         ipu_launcher_t l = ipu_launcher();
-        if (l.launched && l.rank > 0)
+        if (plan && l.launched && l.rank > 0)
             return 0;
-        ipu_log_init(-1); /* IPU_EXEC_LOG_LEVEL: oneDNN's choices at debug */
-        int rc = cli_plan_main(argc - 1, argv + 1);
-        if (rc == 2 && l.launched && cli_usage_message()[0])
+        if (plan)
+            ipu_log_init(-1); /* IPU_EXEC_LOG_LEVEL: oneDNN's choices at debug */
+        int rc = plan ? cli_plan_main(argc - 1, argv + 1) : cli_info_main(argc - 1, argv + 1);
+        if (rc == 2 && l.launched && l.rank <= 0 && cli_usage_message()[0])
             cli_usage_print();
         return rc;
     }
-    if (argc > 1 && strcmp(argv[1], "info") == 0)
-        return cli_info_main(argc - 1, argv + 1);
     cli_opts_t o = {.batches = 1, .threads = 1, .warmup = -1, .rtol = 1e-3, .atol = 1e-4,
                     .micro_batch = 1, .replicas = 1, .ipus_per_rank = 1, .credits = 2,
                     .transport = IPU_TRANSPORT_UCX, .timeout_s = 30, .bind = 1};

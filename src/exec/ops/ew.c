@@ -197,20 +197,20 @@ W512 static inline __m512 exp_w512(__m512 x)
  * taken from -x >= -104 (x = +inf gives +inf, NaN stays NaN through x) and
  * overflows to +inf below x = -88.72, where the result is -0 for about
  * -1e-37; x = -inf gives NaN, as -inf * sigmoid(-inf) does. */
+W512 static inline __m512 silu16(__m512 x)
+{
+    __m512 e = exp_w512(_mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), x), _mm512_set1_ps(-104.0f)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
 W512 static void silu_w512(float *y, int64_t n)
 {
-    const __m512 one = _mm512_set1_ps(1.0f), lo = _mm512_set1_ps(-104.0f);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 x = _mm512_loadu_ps(y + i);
-        __m512 e = exp_w512(_mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), x), lo));
-        _mm512_storeu_ps(y + i, _mm512_div_ps(x, _mm512_add_ps(one, e)));
-    }
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(y + i)));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        __m512 x = _mm512_maskz_loadu_ps(m, y + i);
-        __m512 e = exp_w512(_mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), x), lo));
-        _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(x, _mm512_add_ps(one, e)));
+        _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, y + i)));
     }
 }
 
