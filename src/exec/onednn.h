@@ -440,6 +440,14 @@ ipu_dnn_layout_t ipu_dnn_layout_wanted(void);
  * default is ipu_dnn_layout_wanted(). */
 void ipu_dnn_set_layout(ipu_dnn_layout_t layout);
 ipu_dnn_layout_t ipu_dnn_layout(void);
+/* Whether 3x3 stride-1 convolutions ask for oneDNN's Winograd kernels: this
+ * process's choice (IPU_EXEC_WINOGRAD), the one every rank agreed on (set
+ * before any primitive is made: Winograd's results are not bit-equal to
+ * direct convolution's), and the one in force (the agreed one, else the
+ * wanted one). */
+int ipu_dnn_winograd_wanted(void);
+void ipu_dnn_set_winograd(int on);
+int ipu_dnn_winograd(void);
 /* "blocked" or "onednn". */
 const char *ipu_dnn_layout_name(ipu_dnn_layout_t layout);
 /* "oneDNN 2.6.3" (static string). */

@@ -2,7 +2,6 @@
 #include "exec/onednn_impl.h"
 
 #include "common/log.h"
-#include "common/settings.h"
 
 static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
 static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw,
@@ -16,12 +15,10 @@ static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, 
 
 /* Whether to ask for Winograd first: a 2-D 3x3 kernel, stride 1, no
  * dilation, no groups, at least a block of input and output channels,
- * unless IPU_EXEC_WINOGRAD=0. */
+ * unless IPU_EXEC_WINOGRAD=0 (on any rank of a pipelined run). */
 static int winograd_candidate(const ipu_dnn_conv_desc_t *d)
 {
-    int on = 1;
-    ipu_setting_bool(IPU_SET_IPU_EXEC_WINOGRAD, &on);
-    if (!on || d->nd != 2 || d->group != 1 || d->C < WINOGRAD_MIN_CHANNELS ||
+    if (!ipu_dnn_winograd() || d->nd != 2 || d->group != 1 || d->C < WINOGRAD_MIN_CHANNELS ||
         d->M < WINOGRAD_MIN_CHANNELS)
         return 0;
     for (int j = 0; j < 2; j++)

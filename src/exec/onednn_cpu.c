@@ -234,6 +234,30 @@ ipu_dnn_layout_t ipu_dnn_layout(void)
     return (ipu_dnn_layout_t)l;
 }
 
+static atomic_int g_winograd = -1; /* -1: not set, ipu_dnn_winograd_wanted() */
+
+int ipu_dnn_winograd_wanted(void)
+{
+    int on = 1;
+    ipu_setting_bool(IPU_SET_IPU_EXEC_WINOGRAD, &on);
+    return on;
+}
+
+void ipu_dnn_set_winograd(int on)
+{
+    atomic_store(&g_winograd, on ? 1 : 0);
+}
+
+int ipu_dnn_winograd(void)
+{
+    int w = atomic_load(&g_winograd);
+    if (w < 0) {
+        w = ipu_dnn_winograd_wanted();
+        atomic_store(&g_winograd, w);
+    }
+    return w;
+}
+
 const char *ipu_dnn_layout_name(ipu_dnn_layout_t layout)
 {
     return layout == IPU_DNN_LAYOUT_BLOCKED ? "blocked" : "onednn";

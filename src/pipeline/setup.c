@@ -151,34 +151,45 @@ static void drop_foreign_constants(ipu_graph_t *g, const int *node_stage, const 
     free(keep);
 }
 
-/* The instruction set of every rank's oneDNN and the layout its
- * convolutions ask for: the highest ISA that all ranks have, and the
- * blocked layout only where every rank wants it, agreed and set before any
- * primitive is made (inferring the shapes makes them, rank 0's measuring
- * runs them), so that ranks holding the same stage make the same kernels;
- * rank 0 says so when a cap or a layout was set against a rank's own. */
+/* The instruction set of every rank's oneDNN, the layout its convolutions
+ * ask for and whether they may run on Winograd: the highest ISA that all
+ * ranks have, the blocked layout and Winograd only where every rank wants
+ * them, agreed and set before any primitive is made (inferring the shapes
+ * makes them, rank 0's measuring runs them), so that every rank makes for a
+ * node the kernel the one-rank run makes; rank 0 says so when a cap, a
+ * layout or direct convolution was set against a rank's own. */
+enum { AGREE_ISA, AGREE_LAYOUT, AGREE_WINOGRAD, AGREE_N };
+
 static ipu_status_t agree_isa(pipe_t *pp, MPI_Comm comm, int *lost)
 {
-    uint32_t mine[2] = {ipu_dnn_isa_mask(), (uint32_t)ipu_dnn_layout_wanted()}, meet = ~0u;
-    uint32_t *all = calloc(2 * (size_t)pp->world, sizeof(uint32_t));
+    uint32_t mine[AGREE_N] = {ipu_dnn_isa_mask(), (uint32_t)ipu_dnn_layout_wanted(),
+                              (uint32_t)ipu_dnn_winograd_wanted()},
+             meet = ~0u;
+    uint32_t *all = calloc(AGREE_N * (size_t)pp->world, sizeof(uint32_t));
     ipu_status_t st = all ? IPU_OK : ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     st = ipu_fault_gather(&pp->fault, comm, st, "the instruction set oneDNN dispatches to", 1, mine,
-                          all ? 2 : 0, all, lost);
+                          all ? AGREE_N : 0, all, lost);
     if (st != IPU_OK) {
         free(all);
         return st;
     }
     int wants = -1, not = -1; /* a rank that wants the blocked layout, one that does not */
+    int wino = -1, direct = -1; /* a rank that allows Winograd, one that does not */
     for (int r = 0; r < pp->world; r++) {
-        meet &= all[2 * r];
-        if (all[2 * r + 1] == IPU_DNN_LAYOUT_BLOCKED)
+        const uint32_t *a = all + AGREE_N * (size_t)r;
+        meet &= a[AGREE_ISA];
+        if (a[AGREE_LAYOUT] == IPU_DNN_LAYOUT_BLOCKED)
             wants = wants < 0 ? r : wants;
         else
             not = not < 0 ? r : not;
+        if (a[AGREE_WINOGRAD])
+            wino = wino < 0 ? r : wino;
+        else
+            direct = direct < 0 ? r : direct;
     }
     int low = -1, high = -1; /* a rank on the highest all have, one above it */
     for (int r = 0; r < pp->world; r++) {
-        int above = strcmp(ipu_dnn_isa_top(all[2 * r]), ipu_dnn_isa_top(meet)) != 0;
+        int above = strcmp(ipu_dnn_isa_top(all[AGREE_N * r + AGREE_ISA]), ipu_dnn_isa_top(meet)) != 0;
         if (above && high < 0)
             high = r;
         if (!above && low < 0)
@@ -186,15 +197,20 @@ static ipu_status_t agree_isa(pipe_t *pp, MPI_Comm comm, int *lost)
     }
     int capped = ipu_dnn_cap_isa(meet);
     ipu_dnn_set_layout(not < 0 ? IPU_DNN_LAYOUT_BLOCKED : IPU_DNN_LAYOUT_ONEDNN);
+    ipu_dnn_set_winograd(direct < 0);
     if (pp->rank == 0 && high >= 0)
         ipu_warn("oneDNN capped to the instruction set %s on every rank, the highest all ranks have "
                  "(rank %d has %s, rank %d %s), so that ranks holding the same stage run the same "
-                 "kernels", ipu_dnn_isa_top(meet), high, ipu_dnn_isa_top(all[2 * high]), low < 0 ? 0 : low,
-                 low < 0 ? "less" : ipu_dnn_isa_top(all[2 * low]));
+                 "kernels", ipu_dnn_isa_top(meet), high, ipu_dnn_isa_top(all[AGREE_N * high + AGREE_ISA]),
+                 low < 0 ? 0 : low, low < 0 ? "less" : ipu_dnn_isa_top(all[AGREE_N * low + AGREE_ISA]));
     if (pp->rank == 0 && wants >= 0 && not >= 0)
         ipu_warn("convolutions ask for oneDNN's layout on every rank, not the blocked one (rank %d "
                  "asks for the blocked layout, rank %d does not: IPU_EXEC_CONV_LAYOUT or the CPU), so "
                  "that ranks holding the same stage run the same kernels", wants, not);
+    if (pp->rank == 0 && wino >= 0 && direct >= 0)
+        ipu_warn("convolutions run without Winograd on every rank (rank %d has IPU_EXEC_WINOGRAD=0, "
+                 "rank %d does not), so that every stage computes what one rank computes",
+                 direct, wino);
     free(all);
     return capped < 0 ? (ipu_status_t)capped : IPU_OK;
 }

@@ -2,10 +2,10 @@
 # oneDNN's instruction set and kernels across ranks: a rank capped by
 # DNNL_MAX_CPU_ISA=AVX2 (mpirun -x for its app context only) caps its
 # replica too, said once, and the two replicas' outputs are byte-identical
-# to the one-rank run capped the same way; replicas that made different
-# oneDNN implementations for a node (one rank without Winograd) fail before
-# any transfer with one line naming both ranks and the node. The layout
-# convolutions ask for is agreed the same way.
+# to the one-rank run capped the same way. The layout convolutions ask for
+# and Winograd are agreed the same way. Replicas that made different oneDNN
+# implementations for a node (a shim on one rank) fail before any transfer
+# with one line naming both ranks and the node.
 set -u
 . "$(dirname "$0")/common.sh"
 W=$(mktemp -d)
@@ -31,20 +31,43 @@ diff -r "$W/ref" "$W/out" >/dev/null && ok "the capped replicas' outputs are ide
 OUT=$(timeout -k 5 300 "$MPIRUN" -np 2 "$EXE" "$m" --batches 4 --replicas 2 2>&1)
 [ $? -eq 0 ] && ! echo "$OUT" | grep -q "capped" && ok "same ISA on every rank: no cap" ||
     { fail "uncapped run"; echo "$OUT" | tail -5; }
-# replicas with different kernels for a node: Winograd (3x3 stride-1
-# convolutions on AVX-512) on rank 1 only
+# Winograd (3x3 stride-1 convolutions on AVX-512) agreed like the ISA:
+# rank 0 without it makes both stages run direct convolution, said once,
+# and the pipeline's outputs are byte-identical to one rank without it
+# (with Winograd they are not: rank 1's stage would compute another sum)
 case "$isa" in avx512_core*)
     m=$CACHE/op13/resnet18/model.onnx
-    OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --replicas 2 \
-        : -np 1 "$EXE" "$m" --batches 2 --replicas 2 2>&1)
+    IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --output-dir "$W/dref" >/dev/null 2>"$W/err" ||
+        { fail "one-rank run with IPU_EXEC_WINOGRAD=0"; cat "$W/err"; }
+    "$EXE" "$m" --batches 2 --output-dir "$W/wref" >/dev/null 2>"$W/err" ||
+        { fail "one-rank run with Winograd"; cat "$W/err"; }
+    OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --output-dir "$W/dout" \
+        : -np 1 "$EXE" "$m" --batches 2 --output-dir "$W/dout" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(echo "$OUT" | grep -c "convolutions run without Winograd on every rank")" -eq 1 ] &&
+        echo "$OUT" | grep -q "rank 0 has IPU_EXEC_WINOGRAD=0, rank 1 does not"; then
+        ok "rank 0 without Winograd: both stages without it, said once"
+    else fail "the Winograd agreement (exit $rc)"; echo "$OUT" | tail -5; fi
+    ! diff -r "$W/dref" "$W/wref" >/dev/null && diff -r "$W/dref" "$W/dout" >/dev/null &&
+        ok "2 stages, one rank without Winograd: byte-identical to one rank without it" ||
+        fail "2 stages with IPU_EXEC_WINOGRAD=0 on rank 0 differ from one rank without it (or Winograd changes nothing)" ;;
+*) echo "Winograd agreement skipped: no Winograd on $isa" ;;
+esac
+# replicas whose oneDNN made different kernels for a node (a host with
+# another oneDNN build or CPU, here tests/mpi/impl_shim.so on rank 1) fail
+# before any transfer with one line naming both ranks and the node
+shim=$top_builddir/tests/mpi/.libs/impl_shim.so
+if [ -f "$shim" ]; then
+    m=$CACHE/op13/resnet18/model.onnx
+    OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 "$EXE" "$m" --batches 2 --replicas 2 \
+        : -np 1 -x LD_PRELOAD="$shim" "$EXE" "$m" --batches 2 --replicas 2 2>&1)
     rc=$?
     line=$(echo "$OUT" | grep "made different oneDNN implementations")
     if [ $rc -ne 0 ] && [ "$(echo "$line" | grep -c .)" -eq 1 ] &&
         echo "$line" | grep -q "ranks 0 and 1 (both holding stage 0) .* for node '[^']*' (Conv)"; then
         ok "replicas on different kernels: one error line naming the ranks and the node"
-    else fail "the kernels check (exit $rc)"; echo "$OUT" | tail -5; fi ;;
-*) echo "kernels check skipped: no Winograd on $isa" ;;
-esac
+    else fail "the kernels check (exit $rc)"; echo "$OUT" | tail -5; fi
+else fail "$shim is not built (make check builds it)"; fi
 # the layout convolutions ask for (IPU_EXEC_CONV_LAYOUT), agreed like the
 # ISA: the blocked one only where every rank wants it, said once, and the
 # replicas' outputs are byte-identical to one rank asking for oneDNN's
