@@ -12,8 +12,12 @@
 # doing a warm-up and BENCH_RUNS timed runs; the figure reported is the
 # median over the rounds of each round's median. Prints a markdown table:
 # model, ipu-exec median ms, ORT median ms, ratio (ipu-exec / ORT of the
-# medians), the minimum of each over all runs, and whether ipu-exec's --check
-# passed in the first round. Each round's figures go to stderr.
+# medians), paired ratio (the median over the rounds of each round's
+# ipu-exec / ORT: the two processes of a round run back to back, so a
+# machine whose speed drifts between rounds, a VM's second vCPU say, moves
+# both sides of a round's ratio alike), the minimum of each over all runs,
+# and whether ipu-exec's --check passed in the first round. Each round's
+# figures go to stderr.
 #
 # Environment: BENCH_MODELS (names, instead of arguments), BENCH_ROUNDS
 # (default 3), BENCH_RUNS (timed runs per round, default 10), BENCH_BATCH
@@ -125,29 +129,33 @@ echo "ipu-exec vs $peer_version:" \
      "batch $batch, $threads thread$([ "$threads" -gt 1 ] && echo s) each, core$([ "$threads" -gt 1 ] && echo s) $core, $rounds rounds x $runs runs" \
      "(${isa:-$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')})"
 echo
-echo "| model | ipu-exec median ms | ORT median ms | ratio | ipu-exec min ms | ORT min ms | ipu-exec --check |"
-echo "|---|---:|---:|---:|---:|---:|---|"
+echo "| model | ipu-exec median ms | ORT median ms | ratio | paired ratio | ipu-exec min ms | ORT min ms | ipu-exec --check |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
 status=0
 for name in $names; do
     d=$cache/$name
-    : >"$tmp/ipu.ms"; : >"$tmp/ort.ms"
+    : >"$tmp/ipu.ms"; : >"$tmp/ort.ms"; : >"$tmp/paired"
     check=pass ok=1 r=1
     while [ $r -le "$rounds" ] && [ $ok -eq 1 ]; do
         extra=""
         [ $r -eq 1 ] && extra=--check
         if [ $((r % 2)) -eq 1 ]; then
             # shellcheck disable=SC2086
-            ms=$(ipu_round "$d" $extra) || { [ -n "$extra" ] && check=FAIL; ms=""; }
-            [ -n "$ms" ] && echo "$ms" >>"$tmp/ipu.ms"
-            ms=$(ort_round "$d") && echo "$ms" >>"$tmp/ort.ms" || ok=0
+            ims=$(ipu_round "$d" $extra) || { [ -n "$extra" ] && check=FAIL; ims=""; }
+            oms=$(ort_round "$d") || { ok=0; oms=""; }
         else
-            ms=$(ort_round "$d") && echo "$ms" >>"$tmp/ort.ms" || ok=0
-            ms=$(ipu_round "$d") && echo "$ms" >>"$tmp/ipu.ms" || ok=0
+            oms=$(ort_round "$d") || { ok=0; oms=""; }
+            ims=$(ipu_round "$d") || { ok=0; ims=""; }
         fi
+        [ -n "$ims" ] && echo "$ims" >>"$tmp/ipu.ms"
+        [ -n "$oms" ] && echo "$oms" >>"$tmp/ort.ms"
+        [ -n "$ims" ] && [ -n "$oms" ] && echo "${ims%% *} ${oms%% *}" |
+            awk '{ printf "%.4f\n", $1 / $2 }' >>"$tmp/paired"
         r=$((r + 1))
     done
     sed "s/^/  $name ipu-exec round median, min ms: /" "$tmp/ipu.ms" >&2
     sed "s/^/  $name onnxruntime round median, min ms: /" "$tmp/ort.ms" >&2
+    sed "s|^|  $name round ipu-exec / onnxruntime: |" "$tmp/paired" >&2
     ipu=$(median <"$tmp/ipu.ms" || echo "-")
     ort=$(median <"$tmp/ort.ms" || echo "-")
     ipu_min=$(cut -d' ' -f2 "$tmp/ipu.ms" | sort -g | head -n 1 | grep . || echo "-")
@@ -158,7 +166,8 @@ for name in $names; do
     else
         ratio=$(awk -v a="$ipu" -v b="$ort" 'BEGIN { printf "%.2f", a / b }')
     fi
+    paired=$(median <"$tmp/paired" | awk '{ printf "%.2f", $1 }' | grep . || echo "-")
     [ "$check" = pass ] || status=1
-    echo "| $name | $ipu | $ort | $ratio | $ipu_min | $ort_min | $check |"
+    echo "| $name | $ipu | $ort | $ratio | $paired | $ipu_min | $ort_min | $check |"
 done
 exit $status
