@@ -150,23 +150,23 @@ for name in $names; do
         [ -n "$ims" ] && echo "$ims" >>"$tmp/ipu.ms"
         [ -n "$oms" ] && echo "$oms" >>"$tmp/ort.ms"
         [ -n "$ims" ] && [ -n "$oms" ] && echo "${ims%% *} ${oms%% *}" |
-            awk '{ printf "%.4f\n", $1 / $2 }' >>"$tmp/paired"
+            awk -v r="$r" '$2 > 0 { printf "%.4f %d\n", $1 / $2, r }' >>"$tmp/paired"
         r=$((r + 1))
     done
     sed "s/^/  $name ipu-exec round median, min ms: /" "$tmp/ipu.ms" >&2
     sed "s/^/  $name onnxruntime round median, min ms: /" "$tmp/ort.ms" >&2
-    sed "s|^|  $name round ipu-exec / onnxruntime: |" "$tmp/paired" >&2
+    awk -v m="$name" '{ printf "  %s round %d ipu-exec / onnxruntime: %s\n", m, $2, $1 }' "$tmp/paired" >&2
     ipu=$(median <"$tmp/ipu.ms" || echo "-")
     ort=$(median <"$tmp/ort.ms" || echo "-")
     ipu_min=$(cut -d' ' -f2 "$tmp/ipu.ms" | sort -g | head -n 1 | grep . || echo "-")
     ort_min=$(cut -d' ' -f2 "$tmp/ort.ms" | sort -g | head -n 1 | grep . || echo "-")
     if [ "$ipu" = - ] || [ "$ort" = - ] || [ $ok -eq 0 ]; then
         status=1
-        ratio="-"
+        ratio="-" paired="-"
     else
-        ratio=$(awk -v a="$ipu" -v b="$ort" 'BEGIN { printf "%.2f", a / b }')
+        ratio=$(awk -v a="$ipu" -v b="$ort" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+        paired=$(median <"$tmp/paired" | awk '{ printf "%.2f", $1 }' | grep . || echo "-")
     fi
-    paired=$(median <"$tmp/paired" | awk '{ printf "%.2f", $1 }' | grep . || echo "-")
     [ "$check" = pass ] || status=1
     echo "| $name | $ipu | $ort | $ratio | $paired | $ipu_min | $ort_min | $check |"
 done

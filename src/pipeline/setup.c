@@ -350,8 +350,8 @@ static ipu_status_t check_impls(const pipe_t *pp, const int *node_stage, const u
                 if (b && b != a)
                     return ipu_error(IPU_ERR_UNSUPPORTED, "ranks %d and %d (both holding stage %d) made "
                                      "different oneDNN implementations for node '%s' (%s): their outputs "
-                                     "would differ; give every rank the same oneDNN settings (IPU_EXEC_WINOGRAD, "
-                                     "ONEDNN_MAX_CPU_ISA) and CPUs of one instruction set", r, q, node_stage[i],
+                                     "would differ; run every rank with the same oneDNN build, CPU model and "
+                                     "ONEDNN_* environment", r, q, node_stage[i],
                                      pp->g->nodes[i].name, pp->g->nodes[i].op_type);
             }
         }

@@ -8,6 +8,7 @@
 # with one line naming both ranks and the node.
 set -u
 . "$(dirname "$0")/common.sh"
+unset IPU_EXEC_WINOGRAD IPU_EXEC_CONV_LAYOUT # the cases below set them per rank
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$PYTHON_REF" -c "import torch, torchvision, onnx" 2>/dev/null || { echo "skipped: no torch"; exit 77; }
