@@ -36,8 +36,8 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
     [IPU_SET_IPU_EXEC_WINOGRAD] = {"IPU_EXEC_WINOGRAD", IPU_SETTING_BOOL, "1", NULL, 0, 0, 0, NULL,
                                    "3x3 stride-1 convolutions run on oneDNN's Winograd kernels where the CPU has "
                                    "them (fewer multiplications; results within --check's tolerances, not "
-                                   "bit-equal to direct); 0: direct convolution only; agreed by the ranks: 0 on one "
-                                   "rank is 0 on all"},
+                                   "bit-equal to direct; weights held transformed, 16/9 or 4 times their size); "
+                                   "0: direct convolution only; agreed by the ranks: 0 on one rank is 0 on all"},
     [IPU_SET_IPU_EXEC_CONV_LAYOUT] = {"IPU_EXEC_CONV_LAYOUT", IPU_SETTING_CHOICE, "auto", NULL, 0, 0, 0,
                                       CHOICES("auto", "blocked", "onednn"),
                                       "the activations' layout convolutions ask for: blocked (oneDNN's "

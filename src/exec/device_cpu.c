@@ -119,7 +119,7 @@ ipu_status_t ipu_device_load(ipu_device_t *dev, const ipu_stage_t *stage)
     ipu_stage_mem_t m = ipu_stage_mem(stage);
     size_t need = m.total;
     if (need > dev->params.capacity) {
-        char msg[256];
+        char msg[512];
         ipu_stage_mem_str(&m, dev->params.capacity, msg, sizeof(msg));
         /* oneDNN's scratchpads grow with the team: say so where they
          * are most of what does not fit */

@@ -256,6 +256,10 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
  * in the primitive's layout, 64-byte aligned), known without reordering; 0
  * when p takes ours as they are, or for NULL. */
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
+/* Of those, the bytes a convolution on Winograd holds beyond its weights'
+ * own size (their transform: 16/9 of it for F(2x2, 3x3), 4x for F(4x4,
+ * 3x3)); 0 for any other primitive or NULL. */
+size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p);
 
 /* Run p (any thread; a thread's first run makes the memory objects its
  * later runs re-point, so a run allocates nothing once weights are

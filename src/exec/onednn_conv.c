@@ -103,6 +103,7 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
                 pd = NULL;
             } else {
                 got_blocked = blocked;
+                p->winograd = a == 0;
             }
         }
     }

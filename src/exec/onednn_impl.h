@@ -37,6 +37,7 @@ struct ipu_dnn {
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
     int reorder_weights; /* the primitive's weights layout differs from ours */
+    int winograd;        /* a convolution on Winograd: its weights held transformed */
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
     int relaid; /* Y reordered into dst_user, channels-last, not ours */

@@ -60,6 +60,13 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
     return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
 }
 
+size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p)
+{
+    size_t held = p && p->winograd ? ipu_dnn_weights_held(p) : 0;
+    size_t plain = held ? dnnl_memory_desc_get_size(&p->wei_user) : 0;
+    return held > plain ? held - plain : 0;
+}
+
 /* ipu_dnn_keep_weights(): this thread's copy of the weights last
  * reordered for a run, kept for the next runs of the same primitive at the
  * same address. */

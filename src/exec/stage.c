@@ -1,5 +1,7 @@
 #include "exec/stage.h"
 
+#include "exec/ops/dnn_chain.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +125,8 @@ int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot)
 
 ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s)
 {
-    ipu_stage_mem_t m = {.weights = s->weight_bytes, .activations = s->plan.arena_bytes,
+    ipu_stage_mem_t m = {.weights = s->weight_bytes, .winograd = s->winograd_bytes,
+                         .activations = s->plan.arena_bytes,
                          .scratch = s->scratch_bytes};
     m.total = m.weights + m.activations + m.scratch;
     return m;
@@ -139,9 +142,12 @@ void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, siz
         snprintf(t, sizeof(t), "%zu B", m->total);
         snprintf(c, sizeof(c), "%zu B", capacity);
     }
-    snprintf(buf, len, "needs %s (weights %s + activations %s + scratch %s) but an IPU has %s", t,
-             ipu_bytes_str(m->weights, w), ipu_bytes_str(m->activations, a),
-             ipu_bytes_str(m->scratch, sc), c);
+    int off = snprintf(buf, len, "needs %s (weights %s + activations %s + scratch %s) but an IPU has %s", t,
+                       ipu_bytes_str(m->weights, w), ipu_bytes_str(m->activations, a),
+                       ipu_bytes_str(m->scratch, sc), c);
+    if (m->winograd && off > 0 && (size_t)off < len)
+        snprintf(buf + off, len - (size_t)off, "; Winograd adds %s to the 3x3 convolutions' weights "
+                 "(IPU_EXEC_WINOGRAD=0 saves it, for slower convolutions)", ipu_bytes_str(m->winograd, w));
 }
 
 ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
@@ -173,6 +179,8 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         if (b > s.scratch_bytes)
             s.scratch_bytes = b;
         s.weight_bytes += ipu_node_held(g, nd); /* e.g. Conv weights in oneDNN's layout */
+        if ((nd->op->flags & IPU_OP_DNN) && nd->state)
+            s.winograd_bytes += ipu_dnn_winograd_bytes(((const ipu_dnn_node_t *)nd->state)->p);
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
             if (v >= 0 && g->values[v].data && !seen[v] && !ipu_node_replaces(g, nd, k)) {

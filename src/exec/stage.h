@@ -20,6 +20,8 @@ typedef struct ipu_stage {
     size_t scratch_bytes;   /* largest ipu_node_scratch() of its nodes */
     size_t weight_bytes;    /* bytes of the constants its nodes read, and of
                              * what their load() keeps beside them (op->held) */
+    size_t winograd_bytes;  /* of those, the held copies' beyond their weights'
+                             * size on Winograd convolutions (ipu_dnn_winograd_bytes) */
     double *node_ms;        /* per node, accumulated run time if profiling, else NULL */
     struct ipu_release *release; /* NULL, or told of each node ipu_stage_load() loads */
 } ipu_stage_t;
@@ -74,6 +76,7 @@ int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot);
  * for the pipeline, so a plan that fits passes the device's check. */
 typedef struct ipu_stage_mem {
     size_t weights;         /* weight_bytes */
+    size_t winograd;        /* winograd_bytes, part of weights */
     size_t activations;     /* plan.arena_bytes */
     size_t scratch;         /* scratch_bytes */
     size_t total;
@@ -81,7 +84,8 @@ typedef struct ipu_stage_mem {
 ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s);
 /* "needs 40.6 MiB (weights 36.5 MiB + activations 2.3 MiB + scratch 1.7 MiB)
  * but an IPU has 40.0 MiB" into buf (exact bytes added where the rounded
- * sizes would read the same). */
+ * sizes would read the same), and where Winograd's transformed weights are
+ * part of it, how much IPU_EXEC_WINOGRAD=0 saves. */
 void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, size_t len);
 
 /* Call the load() hook of every node of the stage that has one (the device

@@ -196,6 +196,7 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
         ipu_stage_mem_t m;
         if ((st = stage_mem(it, list, n, s == 0, s == S - 1, &m)) == IPU_OK) {
             pt->stages[s].weight_bytes = m.weights;
+            pt->stages[s].winograd_bytes = m.winograd;
             pt->stages[s].act_bytes = m.activations;
             pt->stages[s].scratch_bytes = m.scratch;
             pt->stages[s].need_bytes = m.total;
@@ -376,7 +377,7 @@ static ipu_status_t no_fit(items_t *it, const ipu_split_problem_t *prob, const i
     ipu_split_free(&sp);
     if (st != IPU_OK)
         return st;
-    char msg[256];
+    char msg[512];
     ipu_stage_mem_str(alone >= 0 ? &am : &m, p->ipu_memory, msg, sizeof(msg));
     if (alone >= 0) {
         const ipu_node_t *nd = &it->g->nodes[alone];
@@ -544,9 +545,10 @@ ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params
         for (int s = 0; st == IPU_OK && s < pt.n_stages; s++) {
             const ipu_stage_info_t *si = &pt.stages[s];
             if (si->need_bytes > p->ipu_memory) { /* a manual placement */
-                ipu_stage_mem_t m = {.weights = si->weight_bytes, .activations = si->act_bytes,
+                ipu_stage_mem_t m = {.weights = si->weight_bytes, .winograd = si->winograd_bytes,
+                                     .activations = si->act_bytes,
                                      .scratch = si->scratch_bytes, .total = si->need_bytes};
-                char msg[256];
+                char msg[512];
                 ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
                 st = ipu_error(IPU_ERR_NO_MEMORY, "stage %d %s; use more stages, --ipus-per-rank, or "
                                "a larger --ipu-memory", s, msg);

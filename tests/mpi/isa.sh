@@ -38,9 +38,9 @@ OUT=$(timeout -k 5 300 "$MPIRUN" -np 2 "$EXE" "$m" --batches 4 --replicas 2 2>&1
 # (with Winograd they are not: rank 1's stage would compute another sum)
 case "$isa" in avx512_core*)
     m=$CACHE/op13/resnet18/model.onnx
-    IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --output-dir "$W/dref" >/dev/null 2>"$W/err" ||
+    IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --output-dir "$W/dref" >"$W/dref.out" 2>"$W/err" ||
         { fail "one-rank run with IPU_EXEC_WINOGRAD=0"; cat "$W/err"; }
-    "$EXE" "$m" --batches 2 --output-dir "$W/wref" >/dev/null 2>"$W/err" ||
+    "$EXE" "$m" --batches 2 --output-dir "$W/wref" >"$W/wref.out" 2>"$W/err" ||
         { fail "one-rank run with Winograd"; cat "$W/err"; }
     OUT=$(timeout -k 5 300 "$MPIRUN" -np 1 -x IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 2 --output-dir "$W/dout" \
         : -np 1 "$EXE" "$m" --batches 2 --output-dir "$W/dout" 2>&1)
@@ -51,7 +51,22 @@ case "$isa" in avx512_core*)
     else fail "the Winograd agreement (exit $rc)"; echo "$OUT" | tail -5; fi
     ! diff -r "$W/dref" "$W/wref" >/dev/null && diff -r "$W/dref" "$W/dout" >/dev/null &&
         ok "2 stages, one rank without Winograd: byte-identical to one rank without it" ||
-        fail "2 stages with IPU_EXEC_WINOGRAD=0 on rank 0 differ from one rank without it (or Winograd changes nothing)" ;;
+        fail "2 stages with IPU_EXEC_WINOGRAD=0 on rank 0 differ from one rank without it (or Winograd changes nothing)"
+    # an IPU between the two runs' needs: the error says what Winograd's
+    # transformed weights add and that IPU_EXEC_WINOGRAD=0 saves it
+    used() { sed -n 's/.* \([0-9.]*\) MiB of [0-9.]* MiB used$/\1/p' "$1"; }
+    dneed=$(used "$W/dref.out") wneed=$(used "$W/wref.out")
+    mem=$(awk -v d="$dneed" -v w="$wneed" 'BEGIN { if (w > d + 1) printf "%dM", (d + w) / 2 }')
+    if [ -n "$mem" ]; then
+        OUT=$("$EXE" "$m" --batches 1 --ipu-memory "$mem" 2>&1)
+        rc=$?
+        IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 1 --ipu-memory "$mem" >/dev/null 2>"$W/err"
+        rc0=$?
+        if [ $rc -ne 0 ] && [ $rc0 -eq 0 ] &&
+            echo "$OUT" | grep -q "Winograd adds [0-9.]* MiB to the 3x3 convolutions' weights (IPU_EXEC_WINOGRAD=0 saves it"; then
+            ok "--ipu-memory $mem: too small with Winograd ($wneed MiB), the error names IPU_EXEC_WINOGRAD=0, which fits ($dneed MiB)"
+        else fail "the Winograd memory advice at --ipu-memory $mem (exit $rc, $rc0 without Winograd)"; echo "$OUT"; cat "$W/err"; fi
+    else fail "Winograd holds no more memory than direct convolution ($wneed against $dneed MiB)"; fi ;;
 *) echo "Winograd agreement skipped: no Winograd on $isa" ;;
 esac
 # replicas whose oneDNN made different kernels for a node (a host with
