@@ -232,12 +232,13 @@ ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p)
         return IPU_OK;
     p->res_user = p->dst_user;
     if (p->dst_out) /* from our layout into the primitive's */
-        DNN_TRY(dnn_make_reorder(&p->dst_user, &p->dst_md, 1, &p->pad_bytes, &p->res_in),
+        DNN_TRY(dnn_make_reorder(&p->dst_user, &p->dst_md, 1, &p->reorder_pad, &p->res_in),
                 "reordering the residual");
     /* a copy of a residual already in the primitive's layout */
-    DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->pad_bytes, &p->res_copy),
+    DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->reorder_pad, &p->res_copy),
             "copying the residual");
 out:
+    p->pad_bytes = p->reorder_pad > p->pad_bytes ? p->reorder_pad : p->pad_bytes;
     return st;
 }
 
@@ -407,6 +408,14 @@ size_t ipu_dnn_scratch(const ipu_dnn_t *p)
     return p ? dnn_align64(p->pad_bytes) + p->src_bytes + p->dst_bytes : 0;
 }
 
+size_t ipu_dnn_scratch_direct(const ipu_dnn_t *p)
+{
+    if (p == NULL || !p->winograd || !p->direct_known)
+        return ipu_dnn_scratch(p);
+    size_t pad = p->direct_pad_bytes > p->reorder_pad ? p->direct_pad_bytes : p->reorder_pad;
+    return dnn_align64(pad) + p->src_bytes + p->dst_bytes;
+}
+
 dnnl_status_t dnn_arg(dnn_args_t *args, int which, const dnnl_memory_desc_t *md, const void *data)
 {
     dnnl_memory_t m;
@@ -469,14 +478,15 @@ ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_d
     p->src_user = *src;
     p->dst_user = *dst;
     if (!dnnl_memory_desc_equal(&p->src_md, src)) {
-        DNN_TRY(dnn_make_reorder(src, &p->src_md, 1, &p->pad_bytes, &p->src_in), "reordering X");
+        DNN_TRY(dnn_make_reorder(src, &p->src_md, 1, &p->reorder_pad, &p->src_in), "reordering X");
         p->src_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->src_md));
     }
     if (!dnnl_memory_desc_equal(&p->dst_md, dst)) {
-        DNN_TRY(dnn_make_reorder(&p->dst_md, dst, 1, &p->pad_bytes, &p->dst_out), "reordering Y");
+        DNN_TRY(dnn_make_reorder(&p->dst_md, dst, 1, &p->reorder_pad, &p->dst_out), "reordering Y");
         p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
     }
 out:
+    p->pad_bytes = p->reorder_pad > p->pad_bytes ? p->reorder_pad : p->pad_bytes;
     return st;
 }
 
@@ -648,7 +658,7 @@ ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int
     ipu_status_t st = IPU_OK;
     dnnl_memory_desc_t cl;
     dnnl_primitive_t r = NULL;
-    size_t pad = p->pad_bytes;
+    size_t pad = p->reorder_pad;
     const int rank = p->dst_md.ndims, bs = dnn_channel_block(),
               block = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED && p->dst_md.dims[1] % bs == 0 ? bs : 0;
     *blocked = block > 0;
@@ -669,7 +679,8 @@ ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int
         dnnl_primitive_destroy(p->dst_out);
     p->dst_out = r;
     p->dst_user = cl;
-    p->pad_bytes = pad;
+    p->reorder_pad = pad;
+    p->pad_bytes = pad > p->pad_bytes ? pad : p->pad_bytes;
     p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
     p->relaid = 1;
 out:

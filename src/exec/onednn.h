@@ -244,6 +244,9 @@ int ipu_dnn_plain(const ipu_dnn_t *p);
 /* Scratch bytes a run needs (oneDNN's scratchpad and any reorder buffers);
  * 0 for NULL. */
 size_t ipu_dnn_scratch(const ipu_dnn_t *p);
+/* ipu_dnn_scratch() of the same convolution on direct kernels where p runs
+ * on Winograd (whose scratchpad is larger); ipu_dnn_scratch() otherwise. */
+size_t ipu_dnn_scratch_direct(const ipu_dnn_t *p);
 
 /* Reorder constant weights (at the address runs will pass) once into the
  * layout p prefers, into a copy p keeps until ipu_dnn_free() (a call with
@@ -256,9 +259,10 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
  * in the primitive's layout, 64-byte aligned), known without reordering; 0
  * when p takes ours as they are, or for NULL. */
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
-/* Of those, the bytes a convolution on Winograd holds beyond its weights'
- * own size (their transform: 16/9 of it for F(2x2, 3x3), 4x for F(4x4,
- * 3x3)); 0 for any other primitive or NULL. */
+/* Of those, the bytes a convolution on Winograd holds beyond what the same
+ * convolution on direct kernels would (the weights' transform: 16/9 of
+ * their size for F(2x2, 3x3), 4x for F(4x4, 3x3), against direct's padded
+ * blocks); 0 for any other primitive, or NULL. */
 size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p);
 
 /* Run p (any thread; a thread's first run makes the memory objects its

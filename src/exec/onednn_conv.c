@@ -27,6 +27,26 @@ static int winograd_candidate(const ipu_dnn_conv_desc_t *d)
     return 1;
 }
 
+/* What the Winograd convolution desc would take on direct kernels instead
+ * (its weights, held in their layout or ours, and its scratchpad), into p
+ * for ipu_dnn_winograd_bytes() and ipu_dnn_scratch_direct(); nothing is
+ * known when no direct implementation is found. */
+static void direct_alternative(ipu_dnn_t *p, dnnl_convolution_desc_t *desc, const_dnnl_primitive_attr_t attr,
+                               const dnnl_memory_desc_t *wei)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    desc->alg_kind = dnnl_convolution_direct;
+    if (dnn_pd_create(&pd, desc, attr) == dnnl_success) {
+        const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        p->direct_wei_bytes = w == NULL || dnnl_memory_desc_equal(w, wei) ? dnnl_memory_desc_get_size(wei)
+                                                                           : dnn_align64(dnnl_memory_desc_get_size(w));
+        p->direct_pad_bytes = dnn_pd_scratch(pd);
+        p->direct_known = 1;
+        dnnl_primitive_desc_destroy(pd);
+    }
+    desc->alg_kind = dnnl_convolution_winograd;
+}
+
 ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu_dnn_t **out)
 {
     ipu_status_t st = IPU_OK;
@@ -103,7 +123,8 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
                 pd = NULL;
             } else {
                 got_blocked = blocked;
-                p->winograd = a == 0;
+                if ((p->winograd = a == 0))
+                    direct_alternative(p, &desc, attr, &wei);
             }
         }
     }

@@ -35,9 +35,12 @@ struct ipu_dnn {
     dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
     dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
+    size_t reorder_pad; /* of it, the activation reorders' (dnn_plain_io, dnn_residual_io) */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
     int reorder_weights; /* the primitive's weights layout differs from ours */
     int winograd;        /* a convolution on Winograd: its weights held transformed */
+    int direct_known;    /* on Winograd, what direct convolution would take is known: */
+    size_t direct_wei_bytes, direct_pad_bytes; /* its weights (held or ours), its scratchpad */
     int has_res;         /* a sum post-op adds the residual, copied into Y first */
     int chain_src, chain_dst, chain_res; /* X / Y / R in the primitive's layout already */
     int relaid; /* Y reordered into dst_user, channels-last, not ours */

@@ -62,9 +62,8 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
 
 size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p)
 {
-    size_t held = p && p->winograd ? ipu_dnn_weights_held(p) : 0;
-    size_t plain = held ? dnnl_memory_desc_get_size(&p->wei_user) : 0;
-    return held > plain ? held - plain : 0;
+    size_t held = p && p->winograd && p->direct_known ? ipu_dnn_weights_held(p) : 0;
+    return held > p->direct_wei_bytes ? held - p->direct_wei_bytes : 0;
 }
 
 /* ipu_dnn_keep_weights(): this thread's copy of the weights last

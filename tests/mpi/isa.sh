@@ -52,8 +52,9 @@ case "$isa" in avx512_core*)
     ! diff -r "$W/dref" "$W/wref" >/dev/null && diff -r "$W/dref" "$W/dout" >/dev/null &&
         ok "2 stages, one rank without Winograd: byte-identical to one rank without it" ||
         fail "2 stages with IPU_EXEC_WINOGRAD=0 on rank 0 differ from one rank without it (or Winograd changes nothing)"
-    # an IPU between the two runs' needs: the error says what Winograd's
-    # transformed weights add and that IPU_EXEC_WINOGRAD=0 saves it
+    # an IPU between the two runs' needs: the error says what Winograd adds
+    # and what the stage needs with IPU_EXEC_WINOGRAD=0: the need of the
+    # run without it
     used() { sed -n 's/.* \([0-9.]*\) MiB of [0-9.]* MiB used$/\1/p' "$1"; }
     dneed=$(used "$W/dref.out") wneed=$(used "$W/wref.out")
     mem=$(awk -v d="$dneed" -v w="$wneed" 'BEGIN { if (w > d + 1) printf "%dM", (d + w) / 2 }')
@@ -62,9 +63,9 @@ case "$isa" in avx512_core*)
         rc=$?
         IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 1 --ipu-memory "$mem" >/dev/null 2>"$W/err"
         rc0=$?
-        if [ $rc -ne 0 ] && [ $rc0 -eq 0 ] &&
-            echo "$OUT" | grep -q "Winograd adds [0-9.]* MiB to the 3x3 convolutions' weights (IPU_EXEC_WINOGRAD=0 saves it"; then
-            ok "--ipu-memory $mem: too small with Winograd ($wneed MiB), the error names IPU_EXEC_WINOGRAD=0, which fits ($dneed MiB)"
+        said=$(echo "$OUT" | sed -n "s/.*Winograd adds [0-9.]* [KM]iB to the 3x3 convolutions' weights and [0-9.]* [KM]*i*B to the scratch: with IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs \([0-9.]*\) MiB;.*/\1/p")
+        if [ $rc -ne 0 ] && [ $rc0 -eq 0 ] && [ "$said" = "$dneed" ]; then
+            ok "--ipu-memory $mem: too small with Winograd ($wneed MiB); the error says IPU_EXEC_WINOGRAD=0 needs $said MiB, as that run does"
         else fail "the Winograd memory advice at --ipu-memory $mem (exit $rc, $rc0 without Winograd)"; echo "$OUT"; cat "$W/err"; fi
     else fail "Winograd holds no more memory than direct convolution ($wneed against $dneed MiB)"; fi ;;
 *) echo "Winograd agreement skipped: no Winograd on $isa" ;;
