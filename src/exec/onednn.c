@@ -75,6 +75,16 @@ dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc
     return s;
 }
 
+dnnl_status_t dnn_pd_probe(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
+                           const_dnnl_primitive_attr_t attr)
+{
+    int made = g_made_threads, omp = omp_get_max_threads();
+    dnnl_status_t s = dnn_pd_create(pd, desc, attr);
+    g_made_threads = made;
+    omp_set_num_threads(omp);
+    return s;
+}
+
 dnnl_status_t dnn_engine_status(void)
 {
     pthread_once(&g_once, engine_init);
@@ -547,8 +557,9 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *b, const ipu_
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
     const dnnl_memory_desc_t *t = chain_target(b, as_residual);
-    DNN_TRY(dnn_make_reorder(dnn_out_md(a), t, 1, &b->pad_bytes, &r),
+    DNN_TRY(dnn_make_reorder(dnn_out_md(a), t, 1, &b->reorder_pad, &r),
             as_residual ? "reordering the residual" : "reordering X");
+    b->pad_bytes = b->reorder_pad > b->pad_bytes ? b->reorder_pad : b->pad_bytes;
     if (as_residual) {
         if (b->res_in)
             dnnl_primitive_destroy(b->res_in);

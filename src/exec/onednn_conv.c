@@ -36,7 +36,7 @@ static void direct_alternative(ipu_dnn_t *p, dnnl_convolution_desc_t *desc, cons
 {
     dnnl_primitive_desc_t pd = NULL;
     desc->alg_kind = dnnl_convolution_direct;
-    if (dnn_pd_create(&pd, desc, attr) == dnnl_success) {
+    if (dnn_pd_probe(&pd, desc, attr) == dnnl_success) {
         const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         p->direct_wei_bytes = w == NULL || dnnl_memory_desc_equal(w, wei) ? dnnl_memory_desc_get_size(wei)
                                                                            : dnn_align64(dnnl_memory_desc_get_size(w));

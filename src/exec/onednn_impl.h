@@ -138,6 +138,11 @@ void dnn_team_for_create(void);
  * (dnn_team_for_create). */
 dnnl_status_t dnn_pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
                             const_dnnl_primitive_attr_t attr);
+/* dnn_pd_create() for a descriptor that is only queried, never made into a
+ * primitive: the OpenMP team and the thread count the next dnn_finish()
+ * records are left as they were. */
+dnnl_status_t dnn_pd_probe(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
+                           const_dnnl_primitive_attr_t attr);
 dnnl_status_t dnn_engine_status(void);
 /* ipu_op_error() naming node n for oneDNN status s while doing what:
  * IPU_ERR_UNSUPPORTED, IPU_ERR_NO_MEMORY or IPU_ERR_INTERNAL. */

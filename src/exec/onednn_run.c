@@ -62,7 +62,9 @@ size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
 
 size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p)
 {
-    size_t held = p && p->winograd && p->direct_known ? ipu_dnn_weights_held(p) : 0;
+    if (p == NULL || !p->winograd || !p->direct_known)
+        return 0;
+    size_t held = ipu_dnn_weights_held(p);
     return held > p->direct_wei_bytes ? held - p->direct_wei_bytes : 0;
 }
 

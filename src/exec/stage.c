@@ -126,7 +126,7 @@ int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot)
 ipu_stage_mem_t ipu_stage_mem(const ipu_stage_t *s)
 {
     ipu_stage_mem_t m = {.weights = s->weight_bytes, .winograd = s->winograd_bytes,
-                         .winograd_scratch = s->winograd_scratch,
+                         .scratch_direct = s->scratch_direct,
                          .activations = s->plan.arena_bytes,
                          .scratch = s->scratch_bytes};
     m.total = m.weights + m.activations + m.scratch;
@@ -146,11 +146,15 @@ void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, siz
     int off = snprintf(buf, len, "needs %s (weights %s + activations %s + scratch %s) but an IPU has %s", t,
                        ipu_bytes_str(m->weights, w), ipu_bytes_str(m->activations, a),
                        ipu_bytes_str(m->scratch, sc), c);
-    if ((m->winograd || m->winograd_scratch) && off > 0 && (size_t)off < len)
-        snprintf(buf + off, len - (size_t)off, "; Winograd adds %s to the 3x3 convolutions' weights and %s "
-                 "to the scratch: with IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs %s",
-                 ipu_bytes_str(m->winograd, w), ipu_bytes_str(m->winograd_scratch, sc),
-                 ipu_bytes_str(m->total - m->winograd - m->winograd_scratch, t));
+    if (m->winograd && off > 0 && (size_t)off < len) { /* Winograd always holds more weights */
+        size_t direct = m->weights - m->winograd + m->activations + m->scratch_direct;
+        char more[64] = "";
+        if (m->scratch > m->scratch_direct)
+            snprintf(more, sizeof(more), " and %s to the scratch", ipu_bytes_str(m->scratch - m->scratch_direct, a));
+        snprintf(buf + off, len - (size_t)off, "; Winograd adds %s to the 3x3 convolutions' weights%s: with "
+                 "IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs %s", ipu_bytes_str(m->winograd, w), more,
+                 ipu_bytes_str(direct, t));
+    }
 }
 
 ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
@@ -168,7 +172,6 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
     }
     s.n_inputs = n_inputs;
     s.n_outputs = n_outputs;
-    size_t scratch_direct = 0;
     unsigned char *seen = calloc((size_t)g->n_values + 1, 1);
     if (seen == NULL) {
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory building a stage");
@@ -179,17 +182,18 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         if (nd->folded)
             continue;
         s.nodes[s.n_nodes++] = nodes[i];
-        size_t b = ipu_node_scratch(g, nd), bd = b;
+        size_t b = ipu_node_scratch(g, nd), bd = b; /* bd: on direct kernels */
         if (b > s.scratch_bytes)
             s.scratch_bytes = b;
         s.weight_bytes += ipu_node_held(g, nd); /* e.g. Conv weights in oneDNN's layout */
         if ((nd->op->flags & IPU_OP_DNN) && nd->state) { /* what it would take without Winograd */
             const ipu_dnn_t *p = ((const ipu_dnn_node_t *)nd->state)->p;
             s.winograd_bytes += ipu_dnn_winograd_bytes(p);
-            bd -= ipu_dnn_scratch(p) - ipu_dnn_scratch_direct(p);
+            size_t own = ipu_dnn_scratch(p);
+            bd = (b > own ? b - own : 0) + ipu_dnn_scratch_direct(p);
         }
-        if (bd > scratch_direct)
-            scratch_direct = bd;
+        if (bd > s.scratch_direct)
+            s.scratch_direct = bd;
         for (int k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
             if (v >= 0 && g->values[v].data && !seen[v] && !ipu_node_replaces(g, nd, k)) {
@@ -200,7 +204,6 @@ ipu_status_t ipu_stage_build(const ipu_graph_t *g, const int *nodes, int n,
         }
     }
     free(seen);
-    s.winograd_scratch = s.scratch_bytes - scratch_direct;
     st = ipu_plan_buffers(g, s.nodes, s.n_nodes, inputs, n_inputs, outputs, n_outputs, &s.plan);
     if (st != IPU_OK)
         goto fail;

@@ -22,8 +22,8 @@ typedef struct ipu_stage {
                              * what their load() keeps beside them (op->held) */
     size_t winograd_bytes;  /* of those, what Winograd convolutions hold beyond
                              * direct ones (ipu_dnn_winograd_bytes) */
-    size_t winograd_scratch; /* of scratch_bytes, what its Winograd convolutions
-                              * add (ipu_dnn_scratch_direct) */
+    size_t scratch_direct;  /* scratch_bytes were its Winograd convolutions on
+                             * direct kernels (ipu_dnn_scratch_direct) */
     double *node_ms;        /* per node, accumulated run time if profiling, else NULL */
     struct ipu_release *release; /* NULL, or told of each node ipu_stage_load() loads */
 } ipu_stage_t;
@@ -79,7 +79,7 @@ int ipu_node_replaces(const ipu_graph_t *g, const ipu_node_t *n, int slot);
 typedef struct ipu_stage_mem {
     size_t weights;         /* weight_bytes */
     size_t winograd;        /* winograd_bytes, part of weights */
-    size_t winograd_scratch; /* winograd_scratch, part of scratch */
+    size_t scratch_direct;  /* scratch_direct: scratch without Winograd */
     size_t activations;     /* plan.arena_bytes */
     size_t scratch;         /* scratch_bytes */
     size_t total;

@@ -197,7 +197,7 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
         if ((st = stage_mem(it, list, n, s == 0, s == S - 1, &m)) == IPU_OK) {
             pt->stages[s].weight_bytes = m.weights;
             pt->stages[s].winograd_bytes = m.winograd;
-            pt->stages[s].winograd_scratch = m.winograd_scratch;
+            pt->stages[s].scratch_direct = m.scratch_direct;
             pt->stages[s].act_bytes = m.activations;
             pt->stages[s].scratch_bytes = m.scratch;
             pt->stages[s].need_bytes = m.total;
@@ -547,7 +547,7 @@ ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params
             const ipu_stage_info_t *si = &pt.stages[s];
             if (si->need_bytes > p->ipu_memory) { /* a manual placement */
                 ipu_stage_mem_t m = {.weights = si->weight_bytes, .winograd = si->winograd_bytes,
-                                     .winograd_scratch = si->winograd_scratch,
+                                     .scratch_direct = si->scratch_direct,
                                      .activations = si->act_bytes,
                                      .scratch = si->scratch_bytes, .total = si->need_bytes};
                 char msg[512];

@@ -42,7 +42,7 @@ typedef struct ipu_stage_info {
     size_t winograd_bytes;  /* of those, what Winograd convolutions hold beyond direct ones */
     size_t act_bytes;       /* its activation arena (exec/plan.h) */
     size_t scratch_bytes;   /* the largest scratch of one of its nodes */
-    size_t winograd_scratch; /* of it, what Winograd convolutions add */
+    size_t scratch_direct;  /* the same without Winograd (exec/stage.h) */
     size_t need_bytes;      /* the sum, at most the IPU memory */
     size_t in_bytes;        /* boundary bytes received per micro-batch */
     size_t out_bytes;       /* boundary bytes sent per micro-batch */

@@ -63,7 +63,7 @@ case "$isa" in avx512_core*)
         rc=$?
         IPU_EXEC_WINOGRAD=0 "$EXE" "$m" --batches 1 --ipu-memory "$mem" >/dev/null 2>"$W/err"
         rc0=$?
-        said=$(echo "$OUT" | sed -n "s/.*Winograd adds [0-9.]* [KM]iB to the 3x3 convolutions' weights and [0-9.]* [KM]*i*B to the scratch: with IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs \([0-9.]*\) MiB;.*/\1/p")
+        said=$(echo "$OUT" | sed -n "s/.*Winograd adds [0-9.]* [KM]*i*B to the 3x3 convolutions' weights\( and [0-9.]* [KM]*i*B to the scratch\)*: with IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs \([0-9.]*\) MiB;.*/\2/p")
         if [ $rc -ne 0 ] && [ $rc0 -eq 0 ] && [ "$said" = "$dneed" ]; then
             ok "--ipu-memory $mem: too small with Winograd ($wneed MiB); the error says IPU_EXEC_WINOGRAD=0 needs $said MiB, as that run does"
         else fail "the Winograd memory advice at --ipu-memory $mem (exit $rc, $rc0 without Winograd)"; echo "$OUT"; cat "$W/err"; fi
