@@ -38,8 +38,8 @@ static void direct_alternative(ipu_dnn_t *p, dnnl_convolution_desc_t *desc, cons
     desc->alg_kind = dnnl_convolution_direct;
     if (dnn_pd_probe(&pd, desc, attr) == dnnl_success) {
         const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        p->direct_wei_bytes = w == NULL || dnnl_memory_desc_equal(w, wei) ? dnnl_memory_desc_get_size(wei)
-                                                                           : dnn_align64(dnnl_memory_desc_get_size(w));
+        int ours = w == NULL || dnnl_memory_desc_equal(w, wei); /* held: no copy, ours charged */
+        p->direct_wei_bytes = ours ? dnnl_memory_desc_get_size(wei) : dnn_align64(dnnl_memory_desc_get_size(w));
         p->direct_pad_bytes = dnn_pd_scratch(pd);
         p->direct_known = 1;
         dnnl_primitive_desc_destroy(pd);

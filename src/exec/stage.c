@@ -150,7 +150,8 @@ void ipu_stage_mem_str(const ipu_stage_mem_t *m, size_t capacity, char *buf, siz
         size_t direct = m->weights - m->winograd + m->activations + m->scratch_direct;
         char more[64] = "";
         if (m->scratch > m->scratch_direct)
-            snprintf(more, sizeof(more), " and %s to the scratch", ipu_bytes_str(m->scratch - m->scratch_direct, a));
+            snprintf(more, sizeof(more), " and %s to the scratch",
+                     ipu_bytes_str(m->scratch - m->scratch_direct, a));
         snprintf(buf + off, len - (size_t)off, "; Winograd adds %s to the 3x3 convolutions' weights%s: with "
                  "IPU_EXEC_WINOGRAD=0 (slower convolutions) it needs %s", ipu_bytes_str(m->winograd, w), more,
                  ipu_bytes_str(direct, t));
