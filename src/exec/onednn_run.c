@@ -4,17 +4,22 @@
  * no lock, no allocation once the weights are loaded. */
 #include "exec/onednn_impl.h"
 
+#include "common/hugealloc.h"
+
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A new buffer holding w reordered into p->wei_md (*out, caller frees). */
+/* A new buffer holding w reordered into p->wei_md (*out, caller frees: with
+ * ipu_free_pooled() where pooled, the copy kept while a stage is loaded,
+ * else free()). */
 static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                    const float *w, void **out)
+                                    const float *w, int pooled, void **out)
 {
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
-    void *buf = aligned_alloc(64, dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)));
+    size_t bytes = dnn_align64(dnnl_memory_desc_get_size(&p->wei_md));
+    void *buf = pooled ? ipu_alloc_pooled(bytes) : aligned_alloc(64, bytes ? bytes : 64);
     *out = NULL;
     if (buf == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
@@ -26,7 +31,10 @@ static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stre
 out:
     if (r)
         dnnl_primitive_destroy(r);
-    free(buf);
+    if (pooled)
+        ipu_free_pooled(buf);
+    else
+        free(buf);
     return st;
 }
 
@@ -42,7 +50,7 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
         dnn_wei_t *rec = calloc(1, sizeof(*rec));
         if (rec == NULL)
             st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-        else if ((st = reorder_weights(n, p, s, w, &rec->buf)) == IPU_OK) {
+        else if ((st = reorder_weights(n, p, s, w, 1, &rec->buf)) == IPU_OK) {
             rec->from = w;
             rec->prev = cur;
             /* published whole: a run that sees rec sees its buffer filled */
@@ -106,7 +114,7 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
         *out = g_keep.buf;
         return IPU_OK;
     }
-    ipu_status_t st = reorder_weights(n, p, s, w, tmp);
+    ipu_status_t st = reorder_weights(n, p, s, w, 0, tmp);
     *out = *tmp;
     if (st == IPU_OK && g_keep.on) { /* the caller does not free it now */
         free(g_keep.buf);
@@ -372,7 +380,7 @@ void dnn_run_free(ipu_dnn_t *p)
         }
     for (dnn_wei_t *r = atomic_load(&p->wei), *prev; r; r = prev) {
         prev = r->prev;
-        free(r->buf);
+        ipu_free_pooled(r->buf);
         free(r);
     }
     atomic_store(&p->wei, NULL);
