@@ -1,6 +1,7 @@
 #include "common/hugealloc.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -8,6 +9,8 @@
  * whole huge pages advised (a tail in one would make all of it resident). */
 static void *alloc_hot(size_t bytes)
 {
+    if (bytes > SIZE_MAX - 63)
+        return NULL;
     size_t padded = bytes ? (bytes + 63) / 64 * 64 : 64;
     if (padded < IPU_HUGE_PAGE)
         return aligned_alloc(64, padded);
@@ -34,6 +37,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void *ipu_alloc_pooled(size_t bytes)
 {
+    if (bytes > SIZE_MAX - 63)
+        return NULL;
     size_t need = bytes ? (bytes + 63) / 64 * 64 : 64;
     if (need >= IPU_POOL_CHUNK / 4) /* large: its own */
         return alloc_hot(need);

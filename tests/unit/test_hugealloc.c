@@ -37,6 +37,8 @@ static void test_small_share_a_chunk(void **state)
     ipu_free_pooled(b);
     ipu_free_pooled(c);
     ipu_free_pooled(NULL);
+    assert_null(ipu_alloc_pooled(SIZE_MAX)); /* not a wrapped small size */
+    assert_null(ipu_alloc_pooled(SIZE_MAX - 10));
 }
 
 static void test_large_on_huge_pages(void **state)
