@@ -5,13 +5,17 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-/* bytes 64-byte aligned; from IPU_HUGE_PAGE up, aligned to it and its
- * whole huge pages advised (a tail in one would make all of it resident). */
-static void *alloc_hot(size_t bytes)
+/* bytes rounded up to a multiple of 64 (64 for 0), 0 when that overflows */
+static size_t round64(size_t bytes)
 {
-    if (bytes > SIZE_MAX - 63)
-        return NULL;
-    size_t padded = bytes ? (bytes + 63) / 64 * 64 : 64;
+    return bytes > SIZE_MAX - 63 ? 0 : bytes ? (bytes + 63) / 64 * 64 : 64;
+}
+
+/* padded (a multiple of 64) bytes 64-byte aligned; from IPU_HUGE_PAGE up,
+ * aligned to it and its whole huge pages advised (a tail in one would make
+ * all of it resident). */
+static void *alloc_hot(size_t padded)
+{
     if (padded < IPU_HUGE_PAGE)
         return aligned_alloc(64, padded);
     void *p = NULL;
@@ -37,9 +41,9 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void *ipu_alloc_pooled(size_t bytes)
 {
-    if (bytes > SIZE_MAX - 63)
+    size_t need = round64(bytes);
+    if (need == 0)
         return NULL;
-    size_t need = bytes ? (bytes + 63) / 64 * 64 : 64;
     if (need >= IPU_POOL_CHUNK / 4) /* large: its own */
         return alloc_hot(need);
     void *p = NULL;

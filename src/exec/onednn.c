@@ -235,6 +235,13 @@ dnnl_status_t dnn_make_attr(float alpha, float sum, const ipu_dnn_post_t *post, 
     return s;
 }
 
+/* The scratchpad region holds the activation reorders' scratchpads too. */
+static void pad_covers_reorders(ipu_dnn_t *p)
+{
+    if (p->reorder_pad > p->pad_bytes)
+        p->pad_bytes = p->reorder_pad;
+}
+
 ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p)
 {
     ipu_status_t st = IPU_OK;
@@ -248,7 +255,7 @@ ipu_status_t dnn_residual_io(const ipu_node_t *n, ipu_dnn_t *p)
     DNN_TRY(dnn_make_reorder(&p->dst_md, &p->dst_md, 1, &p->reorder_pad, &p->res_copy),
             "copying the residual");
 out:
-    p->pad_bytes = p->reorder_pad > p->pad_bytes ? p->reorder_pad : p->pad_bytes;
+    pad_covers_reorders(p);
     return st;
 }
 
@@ -496,7 +503,7 @@ ipu_status_t dnn_plain_io(const ipu_node_t *n, ipu_dnn_t *p, const dnnl_memory_d
         p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
     }
 out:
-    p->pad_bytes = p->reorder_pad > p->pad_bytes ? p->reorder_pad : p->pad_bytes;
+    pad_covers_reorders(p);
     return st;
 }
 
@@ -559,7 +566,7 @@ ipu_status_t ipu_dnn_chain_reorder(const ipu_node_t *n, ipu_dnn_t *b, const ipu_
     const dnnl_memory_desc_t *t = chain_target(b, as_residual);
     DNN_TRY(dnn_make_reorder(dnn_out_md(a), t, 1, &b->reorder_pad, &r),
             as_residual ? "reordering the residual" : "reordering X");
-    b->pad_bytes = b->reorder_pad > b->pad_bytes ? b->reorder_pad : b->pad_bytes;
+    pad_covers_reorders(b);
     if (as_residual) {
         if (b->res_in)
             dnnl_primitive_destroy(b->res_in);
@@ -691,7 +698,7 @@ ipu_status_t ipu_dnn_relayout_for_concats(const ipu_node_t *n, ipu_dnn_t *p, int
     p->dst_out = r;
     p->dst_user = cl;
     p->reorder_pad = pad;
-    p->pad_bytes = pad > p->pad_bytes ? pad : p->pad_bytes;
+    pad_covers_reorders(p);
     p->dst_bytes = dnn_align64(dnnl_memory_desc_get_size(&p->dst_md));
     p->relaid = 1;
 out:

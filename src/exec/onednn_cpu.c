@@ -206,7 +206,25 @@ int ipu_dnn_isa_avx2(void)
     return i != dnnl_cpu_isa_all && (i & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2;
 }
 
-static atomic_int g_layout = -1; /* -1: not set, ipu_dnn_layout_wanted() */
+/* The choices every rank agrees on before any primitive is made (the
+ * layout, Winograd): -1 until set by ipu_dnn_set_*() or, without an
+ * agreement, fixed at the first read to this process's own. */
+static atomic_int g_layout = -1, g_winograd = -1;
+
+static int agreed(atomic_int *slot, int (*wanted)(void))
+{
+    int v = atomic_load(slot);
+    if (v < 0) {
+        v = wanted();
+        atomic_store(slot, v);
+    }
+    return v;
+}
+
+static int layout_wanted(void)
+{
+    return (int)ipu_dnn_layout_wanted();
+}
 
 ipu_dnn_layout_t ipu_dnn_layout_wanted(void)
 {
@@ -226,15 +244,8 @@ void ipu_dnn_set_layout(ipu_dnn_layout_t layout)
 
 ipu_dnn_layout_t ipu_dnn_layout(void)
 {
-    int l = atomic_load(&g_layout);
-    if (l < 0) {
-        l = (int)ipu_dnn_layout_wanted();
-        atomic_store(&g_layout, l);
-    }
-    return (ipu_dnn_layout_t)l;
+    return (ipu_dnn_layout_t)agreed(&g_layout, layout_wanted);
 }
-
-static atomic_int g_winograd = -1; /* -1: not set, ipu_dnn_winograd_wanted() */
 
 int ipu_dnn_winograd_wanted(void)
 {
@@ -250,12 +261,7 @@ void ipu_dnn_set_winograd(int on)
 
 int ipu_dnn_winograd(void)
 {
-    int w = atomic_load(&g_winograd);
-    if (w < 0) {
-        w = ipu_dnn_winograd_wanted();
-        atomic_store(&g_winograd, w);
-    }
-    return w;
+    return agreed(&g_winograd, ipu_dnn_winograd_wanted);
 }
 
 const char *ipu_dnn_layout_name(ipu_dnn_layout_t layout)
