@@ -142,6 +142,33 @@ static dnnl_status_t append_eltwise(dnnl_post_ops_t po, int *idx, dnnl_alg_kind_
     return dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
 }
 
+/* post's depthwise convolution (3x3, pads 1, post->dw_stride), appended
+ * to po as the *idx-th post-op; p takes its weights (ours: [C, 1, 1, 3,
+ * 3], the layout the primitive takes them in set by dnn_finish) and its
+ * bias as operands. */
+static dnnl_status_t append_dw(dnnl_post_ops_t po, int *idx, const ipu_dnn_post_t *post, ipu_dnn_t *p)
+{
+    dnnl_memory_desc_t b;
+    dnnl_dims_t wdims = {post->channels, 1, 1, 3, 3}, bdims = {post->channels};
+    if (p == NULL || p->dw_extra >= 0)
+        return dnnl_invalid_arguments;
+    dnn_held_t *h = &p->held[DNN_W_DW];
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&h->user, 5, wdims, dnnl_f32, dnnl_goihw);
+    if (s == dnnl_success)
+        s = dnnl_memory_desc_init_by_tag(&b, 1, bdims, dnnl_f32, dnnl_a);
+    if (s == dnnl_success)
+        s = dnnl_post_ops_append_dw(po, dnnl_f32, post->dw_bias ? dnnl_f32 : dnnl_data_type_undef,
+                                    dnnl_f32, 3, post->dw_stride, 1, 0, 0, NULL);
+    if (s != dnnl_success)
+        return s;
+    (*idx)++;
+    p->dw_extra = p->n_extra;
+    dnn_add_operand(p, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, &h->user);
+    if (post->dw_bias)
+        dnn_add_operand(p, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, &b);
+    return dnnl_success;
+}
+
 /* The i-th post-op of post, appended to po as the *idx-th of oneDNN's (a
  * HardSigmoid takes two); a MUL or ADD operand is registered on p. */
 static dnnl_status_t append_post(dnnl_post_ops_t po, int *idx, const ipu_dnn_post_t *post, int i,
@@ -163,6 +190,7 @@ static dnnl_status_t append_post(dnnl_post_ops_t po, int *idx, const ipu_dnn_pos
     case IPU_FUSED_GELU_ERF: return append_eltwise(po, idx, dnnl_eltwise_gelu_erf, 0, 0);
     case IPU_FUSED_LINEAR: return append_eltwise(po, idx, dnnl_eltwise_linear, a, b);
     case IPU_FUSED_SUM: p->has_res = 1; (*idx)++; return dnnl_post_ops_append_sum(po, a);
+    case IPU_FUSED_DW: return append_dw(po, idx, post, p);
     case IPU_FUSED_MUL:
     case IPU_FUSED_ADD: {
         dnnl_memory_desc_t md;
@@ -321,9 +349,13 @@ void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd)
 
 int dnn_pd_is_ref(const_dnnl_primitive_desc_t pd)
 {
+    static const char fused[] = "ref_fused_convolution"; /* two primitives: of what kernels */
     const char *impl = NULL;
-    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-           impl == NULL || strncmp(impl, "ref", 3) == 0;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == NULL)
+        return 1;
+    if (strncmp(impl, fused, sizeof(fused) - 1) == 0)
+        return strstr(impl + sizeof(fused) - 1, ":ref") != NULL;
+    return strncmp(impl, "ref", 3) == 0;
 }
 
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)
@@ -335,8 +367,10 @@ size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd)
 ipu_dnn_t *dnn_new(void)
 {
     ipu_dnn_t *p = calloc(1, sizeof(*p));
-    if (p)
+    if (p) {
         pthread_mutex_init(&p->mu, NULL);
+        p->dw_extra = -1;
+    }
     return p;
 }
 
@@ -359,13 +393,21 @@ ipu_status_t dnn_finish(const ipu_node_t *n, ipu_dnn_t *p, dnnl_primitive_desc_t
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)))
         p->src_md = *md;
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)))
-        p->wei_md = *md;
+        p->held[DNN_W].md = *md;
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1)))
         p->bias_md = *md;
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)))
         p->dst_md = *md;
     if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)))
         p->pad_md = *md;
+    if (p->dw_extra >= 0) { /* the fused depthwise weights, in the layout it chose */
+        dnn_held_t *h = &p->held[DNN_W_DW];
+        int arg = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS;
+        if ((md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg)) == NULL)
+            DNN_TRY(dnnl_invalid_arguments, "describing the depthwise weights");
+        h->md = p->extra_md[p->dw_extra] = *md;
+        h->reorder = !dnnl_memory_desc_equal(&h->md, &h->user);
+    }
     p->pad_bytes = dnn_pd_scratch(pd);
     p->threads = g_made_threads;
     dnn_log_impl(n, pd);

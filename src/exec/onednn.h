@@ -25,13 +25,18 @@
 /* The post-ops of a primitive (graph/fuse.h's kinds and parameters), in
  * the order applied to its output. A MUL or ADD operand has the
  * destination's rank (rank) and is 1 everywhere but along axis, where it
- * has channels elements; a SUM adds the residual the run is given. */
+ * has channels elements; a SUM adds the residual the run is given. A DW
+ * (a convolution's only: 2-D, one at most) is a 3x3 depthwise convolution
+ * of the channels, pads 1, stride dw_stride, with a bias where dw_bias;
+ * its weights ([channels, 1, 3, 3]) and bias are operands in the order of
+ * the kinds. */
 typedef struct ipu_dnn_post {
     int n;
     ipu_fused_kind_t kind[IPU_FUSED_MAX];
     float alpha[IPU_FUSED_MAX], beta[IPU_FUSED_MAX];
     int rank, axis;
     int64_t channels;
+    int dw_stride, dw_bias; /* dw_stride 0: no DW */
 } ipu_dnn_post_t;
 
 /* A float32 operand: rank dims and their strides in elements. */
@@ -61,7 +66,10 @@ typedef struct ipu_dnn_matmul_desc {
 /* Y = post(conv(X, W) + bias): X [N, C, in...], W [M, C/group, k...], Y
  * and the residual R of a SUM [N, M, out...] dense; nd spatial dims (1 to
  * 3); pads at the beginning (pb) and end (pe); dilations d >= 1 as in
- * ONNX. */
+ * ONNX. With a DW post-op (post.dw_stride s) Y is [N, M, ceil(out[0] / s),
+ * ceil(out[1] / s)]: oneDNN runs it in one primitive where it has a
+ * fused kernel for it (the convolution's output rows in cache), else as
+ * two primitives inside its own (the same work, apart). */
 typedef struct ipu_dnn_conv_desc {
     int nd;
     int64_t N, C, M, group;
@@ -255,9 +263,13 @@ size_t ipu_dnn_scratch_direct(const ipu_dnn_t *p);
  * as they are or has them already. Thread-safe; the runs read the copy
  * without a lock. Errors: IPU_ERR_NO_MEMORY, a oneDNN failure. */
 ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *weights);
-/* Bytes of the copy ipu_dnn_load_weights() keeps (the size of the weights
- * in the primitive's layout, 64-byte aligned), known without reordering; 0
- * when p takes ours as they are, or for NULL. */
+/* ipu_dnn_load_weights() for the weights of a DW post-op: post the
+ * post-op operands a run is given (ipu_dnn_run); a no-op without one. */
+ipu_status_t ipu_dnn_load_post_weights(const ipu_node_t *n, ipu_dnn_t *p, const void *const *post);
+/* Bytes of the copies ipu_dnn_load_weights() and
+ * ipu_dnn_load_post_weights() keep (the size of the weights in the
+ * primitive's layout, 64-byte aligned), known without reordering; 0 when
+ * p takes ours as they are, or for NULL. */
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p);
 /* Of those, the bytes a convolution on Winograd holds beyond what the same
  * convolution on direct kernels would (the weights' transform: 16/9 of

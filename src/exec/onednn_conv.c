@@ -77,8 +77,17 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         pl[j] = d->pb[j];
         pr[j] = d->pe[j];
     }
+    dnnl_dims_t ydims; /* Y's: after the depthwise post-op where one is fused */
+    for (int j = 0; j < nd + 2; j++) {
+        int64_t s = d->post.dw_stride;
+        ydims[j] = j >= 2 && s > 0 ? (ddims[j] + s - 1) / s : ddims[j];
+    }
+    if (d->post.dw_stride && nd != 2) {
+        st = ipu_op_error(IPU_ERR_INVALID_MODEL, n, "a fused depthwise Conv after a %d-D one", nd);
+        goto out;
+    }
     DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, dnn_plain_tag(nd)), "describing X");
-    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ddims, dnnl_f32, dnn_plain_tag(nd)), "describing Y");
+    DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ydims, dnnl_f32, dnn_plain_tag(nd)), "describing Y");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei, wr, wdims, dnnl_f32, g ? gwei_tag[nd] : wei_tag[nd]),
             "describing W");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
@@ -131,10 +140,10 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     if (pd)
         ipu_debug("node '%s' (%s): activations in %s", n->name, n->op_type,
                   got_blocked ? "oneDNN's channel-blocked layout" : "the layout its kernel prefers");
-    p->wei_user = wei;
+    p->held[DNN_W].user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
-    p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
+    p->held[DNN_W].reorder = !dnnl_memory_desc_equal(&p->held[DNN_W].md, &wei);
     if ((st = dnn_plain_io(n, p, &src, &dst)) == IPU_OK)
         st = dnn_residual_io(n, p);
 out:

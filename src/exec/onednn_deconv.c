@@ -77,10 +77,10 @@ ipu_status_t ipu_dnn_deconv(const ipu_node_t *n, const ipu_dnn_deconv_desc_t *d,
             "describing the deconvolution");
     DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a deconvolution implementation");
-    p->wei_user = wei;
+    p->held[DNN_W].user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
-    p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &wei);
+    p->held[DNN_W].reorder = !dnnl_memory_desc_equal(&p->held[DNN_W].md, &wei);
     st = dnn_plain_io(n, p, &src, &dst);
 out:
     return dnn_made(st, pd, attr, p, out);

@@ -11,33 +11,44 @@
 #include <stdint.h>
 
 enum {
-    DNN_MAX_EXTRA = IPU_FUSED_MAX,
+    DNN_MAX_EXTRA = IPU_FUSED_MAX + 1, /* a depthwise post-op takes two */
     DNN_SLOTS = 8, /* threads that run one primitive with memory objects kept */
 };
 
-/* Weights reordered at load: buf holds the ones at from in wei_md. Never
- * changed once published; earlier ones (prev) stay until ipu_dnn_free(),
- * as a run on another thread may still read them. */
+/* Weights reordered at load: buf holds the ones at from in their
+ * holder's md. Never changed once published; earlier ones (prev) stay
+ * until ipu_dnn_free(), as a run on another thread may still read them. */
 typedef struct dnn_wei {
     const void *from;
     void *buf;
     struct dnn_wei *prev;
 } dnn_wei_t;
 
+/* Constant weights a primitive takes in a layout of its own: W, and a
+ * fused depthwise convolution's (DNN_W_DW). */
+typedef struct dnn_held {
+    dnnl_memory_desc_t md, user; /* the primitive's layout, ours */
+    int reorder;                 /* they differ: a copy is made at load */
+    _Atomic(dnn_wei_t *) wei;    /* the copies made at load (NULL: none),
+                                  * read without the lock by the runs */
+} dnn_held_t;
+enum { DNN_W, DNN_W_DW, DNN_HELD };
+
 /* The memory objects one thread runs a primitive with (onednn.c). */
 typedef struct dnn_slot dnn_slot_t;
 
 struct ipu_dnn {
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md, pad_md; /* the primitive's */
-    dnnl_memory_desc_t src_user, wei_user, dst_user;     /* ours */
+    dnnl_memory_desc_t src_md, bias_md, dst_md, pad_md; /* the primitive's */
+    dnnl_memory_desc_t src_user, dst_user;              /* ours */
+    dnn_held_t held[DNN_HELD];
+    int dw_extra; /* the extra operand that is held[DNN_W_DW]'s weights (-1: none) */
     dnnl_memory_desc_t res_user; /* the residual's: ours, or its producer's layout */
     dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
     dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */
     size_t pad_bytes;   /* scratchpad region (primitive's and reorders') */
     size_t reorder_pad; /* of it, the activation reorders' (dnn_plain_io, dnn_residual_io) */
     size_t src_bytes, dst_bytes; /* reordered activations after it */
-    int reorder_weights; /* the primitive's weights layout differs from ours */
     int winograd;        /* a convolution on Winograd: its weights held transformed */
     int direct_known;    /* on Winograd, what direct convolution would take is known: */
     size_t direct_wei_bytes, direct_pad_bytes; /* its weights (held or ours), its scratchpad */
@@ -46,9 +57,7 @@ struct ipu_dnn {
     int relaid; /* Y reordered into dst_user, channels-last, not ours */
     int silu_after; /* the last post-op, a SiLU, is left to the caller (ipu_dnn_silu_after) */
     int threads; /* the team it was made for and runs with (1: a small one) */
-    pthread_mutex_t mu; /* serialises ipu_dnn_load_weights() */
-    _Atomic(dnn_wei_t *) wei; /* the weights made at load (NULL: none), read
-                               * without the lock by the runs */
+    pthread_mutex_t mu; /* serialises the loads of weights */
     /* a thread's memory objects: owner[i] is the thread that claimed
      * slot[i] (its token, 0: free); claimed once, kept until the free */
     _Atomic uintptr_t owner[DNN_SLOTS];
@@ -165,7 +174,9 @@ void dnn_log_impl(const ipu_node_t *n, const_dnnl_primitive_desc_t pd);
 /* Bytes of pd's scratchpad. */
 size_t dnn_pd_scratch(const_dnnl_primitive_desc_t pd);
 /* 1 when pd's implementation is oneDNN's reference kernel ("ref:..."), which
- * runs orders of magnitude slower than a jit one: the op's own loop wins */
+ * runs orders of magnitude slower than a jit one: the op's own loop wins
+ * (its two-primitive fusion, "ref_fused_convolution", only where either
+ * primitive is a reference kernel) */
 int dnn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* A zeroed ipu_dnn_t (NULL when out of memory). */
 /* The opening of a maker: a new record in *p and the engine made. Errors

@@ -32,10 +32,10 @@ ipu_status_t ipu_dnn_matmul(const ipu_node_t *n, const ipu_dnn_matmul_desc_t *d,
     DNN_TRY(dnn_pd_create(&pd, &desc, attr),
             "choosing a matmul implementation");
     p->src_user = a;
-    p->wei_user = b;
+    p->held[DNN_W].user = b;
     p->dst_user = y;
     if ((st = dnn_finish(n, p, pd)) == IPU_OK) {
-        p->reorder_weights = !dnnl_memory_desc_equal(&p->wei_md, &b);
+        p->held[DNN_W].reorder = !dnnl_memory_desc_equal(&p->held[DNN_W].md, &b);
         st = dnn_residual_io(n, p);
     }
 out:

@@ -10,22 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A new buffer holding w reordered into p->wei_md (*out, caller frees: with
- * ipu_free_pooled() where pooled, the copy kept while a stage is loaded,
- * else free()). */
-static ipu_status_t reorder_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                    const float *w, int pooled, void **out)
+/* A new buffer holding w reordered into h's layout (*out, caller frees:
+ * with ipu_free_pooled() where pooled, the copy kept while a stage is
+ * loaded, else free()). */
+static ipu_status_t reorder_weights(const ipu_node_t *n, const dnn_held_t *h, dnnl_stream_t s,
+                                    const void *w, int pooled, void **out)
 {
     ipu_status_t st = IPU_OK;
     dnnl_primitive_t r = NULL;
-    size_t bytes = dnn_align64(dnnl_memory_desc_get_size(&p->wei_md));
+    size_t bytes = dnn_align64(dnnl_memory_desc_get_size(&h->md));
     void *buf = pooled ? ipu_alloc_pooled(bytes) : aligned_alloc(64, bytes ? bytes : 64);
     *out = NULL;
     if (buf == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
     /* for the team that runs it now: a run's, or the loader's */
-    DNN_TRY(dnn_make_reorder_here(&p->wei_user, &p->wei_md, 0, NULL, &r), "reordering W");
-    DNN_TRY(dnn_run_reorder(r, s, &p->wei_user, w, &p->wei_md, buf, NULL), "reordering W");
+    DNN_TRY(dnn_make_reorder_here(&h->user, &h->md, 0, NULL, &r), "reordering W");
+    DNN_TRY(dnn_run_reorder(r, s, &h->user, w, &h->md, buf, NULL), "reordering W");
     *out = buf;
     buf = NULL;
 out:
@@ -38,23 +38,24 @@ out:
     return st;
 }
 
-ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *w)
+/* Load the weights at w into p's holder h (ipu_dnn_load_weights). */
+static ipu_status_t load_held(const ipu_node_t *n, ipu_dnn_t *p, dnn_held_t *h, const void *w)
 {
     ipu_status_t st = IPU_OK;
     dnnl_stream_t s = NULL;
-    if (p == NULL || !p->reorder_weights || w == NULL)
+    if (!h->reorder || w == NULL)
         return IPU_OK;
     pthread_mutex_lock(&p->mu);
-    dnn_wei_t *cur = atomic_load_explicit(&p->wei, memory_order_acquire);
+    dnn_wei_t *cur = atomic_load_explicit(&h->wei, memory_order_acquire);
     if ((cur == NULL || cur->from != w) && (st = dnn_stream(n, &s)) == IPU_OK) {
         dnn_wei_t *rec = calloc(1, sizeof(*rec));
         if (rec == NULL)
             st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory reordering the weights");
-        else if ((st = reorder_weights(n, p, s, w, 1, &rec->buf)) == IPU_OK) {
+        else if ((st = reorder_weights(n, h, s, w, 1, &rec->buf)) == IPU_OK) {
             rec->from = w;
             rec->prev = cur;
             /* published whole: a run that sees rec sees its buffer filled */
-            atomic_store_explicit(&p->wei, rec, memory_order_release);
+            atomic_store_explicit(&h->wei, rec, memory_order_release);
             rec = NULL;
         }
         free(rec);
@@ -63,9 +64,25 @@ ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float
     return st;
 }
 
+ipu_status_t ipu_dnn_load_weights(const ipu_node_t *n, ipu_dnn_t *p, const float *w)
+{
+    return p ? load_held(n, p, &p->held[DNN_W], w) : IPU_OK;
+}
+
+ipu_status_t ipu_dnn_load_post_weights(const ipu_node_t *n, ipu_dnn_t *p, const void *const *post)
+{
+    if (p == NULL || p->dw_extra < 0 || post == NULL)
+        return IPU_OK;
+    return load_held(n, p, &p->held[DNN_W_DW], post[p->dw_extra]);
+}
+
 size_t ipu_dnn_weights_held(const ipu_dnn_t *p)
 {
-    return p && p->reorder_weights ? dnn_align64(dnnl_memory_desc_get_size(&p->wei_md)) : 0;
+    size_t b = 0;
+    for (int i = 0; p && i < DNN_HELD; i++)
+        if (p->held[i].reorder)
+            b += dnn_align64(dnnl_memory_desc_get_size(&p->held[i].md));
+    return b;
 }
 
 size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p)
@@ -76,51 +93,55 @@ size_t ipu_dnn_winograd_bytes(const ipu_dnn_t *p)
     return held > p->direct_wei_bytes ? held - p->direct_wei_bytes : 0;
 }
 
-/* ipu_dnn_keep_weights(): this thread's copy of the weights last
- * reordered for a run, kept for the next runs of the same primitive at the
- * same address. */
+/* ipu_dnn_keep_weights(): this thread's copies of the weights last
+ * reordered for a run, one per holder, kept for the next runs of the same
+ * primitive at the same address. */
 static _Thread_local struct {
     int on;
-    const ipu_dnn_t *p;
-    const void *from;
-    void *buf;
+    struct {
+        const ipu_dnn_t *p;
+        const void *from;
+        void *buf;
+    } held[DNN_HELD];
 } g_keep;
 
 void ipu_dnn_keep_weights(int on)
 {
-    free(g_keep.buf);
+    for (int i = 0; i < DNN_HELD; i++)
+        free(g_keep.held[i].buf);
     memset(&g_keep, 0, sizeof(g_keep));
     g_keep.on = on;
 }
 
-/* The weights to run with: ours, the copy made at load (no lock: it is
- * published atomically), the copy ipu_dnn_keep_weights() kept, or (*tmp,
- * freed by the caller) a copy made now. */
-static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t s,
-                                const float *w, const void **out, void **tmp)
+/* The weights of p's holder i to run with: ours, the copy made at load
+ * (no lock: it is published atomically), the copy ipu_dnn_keep_weights()
+ * kept, or (*tmp, freed by the caller) a copy made now. */
+static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, int i, dnnl_stream_t s,
+                                const void *w, const void **out, void **tmp)
 {
+    const dnn_held_t *h = &p->held[i];
     *tmp = NULL;
     *out = w;
-    if (!p->reorder_weights)
+    if (!h->reorder)
         return IPU_OK;
-    const dnn_wei_t *ready = atomic_load_explicit(&p->wei, memory_order_acquire);
+    const dnn_wei_t *ready = atomic_load_explicit(&h->wei, memory_order_acquire);
     if (ready && (ready->from == w || w == NULL)) { /* NULL: ours freed, the copy kept */
         *out = ready->buf;
         return IPU_OK;
     }
     if (w == NULL)
         return ipu_op_error(IPU_ERR_INTERNAL, n, "its weights were freed before they were loaded");
-    if (g_keep.on && g_keep.p == p && g_keep.from == w) {
-        *out = g_keep.buf;
+    if (g_keep.on && g_keep.held[i].p == p && g_keep.held[i].from == w) {
+        *out = g_keep.held[i].buf;
         return IPU_OK;
     }
-    ipu_status_t st = reorder_weights(n, p, s, w, 0, tmp);
+    ipu_status_t st = reorder_weights(n, h, s, w, 0, tmp);
     *out = *tmp;
     if (st == IPU_OK && g_keep.on) { /* the caller does not free it now */
-        free(g_keep.buf);
-        g_keep.p = p;
-        g_keep.from = w;
-        g_keep.buf = *tmp;
+        free(g_keep.held[i].buf);
+        g_keep.held[i].p = p;
+        g_keep.held[i].from = w;
+        g_keep.held[i].buf = *tmp;
         *tmp = NULL;
     }
     return st;
@@ -134,7 +155,7 @@ static ipu_status_t run_weights(const ipu_node_t *n, ipu_dnn_t *p, dnnl_stream_t
  * later runs only re-point those whose buffer moved (in a stage's arena,
  * none does). */
 
-enum { CALL_SRC, CALL_RES, CALL_MAIN, CALL_DST, N_CALLS, MAX_ARGS = 12 };
+enum { CALL_SRC, CALL_RES, CALL_MAIN, CALL_DST, N_CALLS, MAX_ARGS = 16 };
 
 /* What one primitive of a run takes: DNNL_ARG_* ids, descriptors, data. */
 typedef struct {
@@ -271,8 +292,8 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
 {
     ipu_status_t st;
     dnnl_stream_t s = NULL;
-    const void *w = NULL;
-    void *tmp = NULL;
+    const void *w = NULL, *w_dw = NULL;
+    void *tmp = NULL, *tmp_dw = NULL;
     call_plan_t c[N_CALLS];
     if (ipu_dnn_scratch(p) > ctx->scratch_bytes)
         return ipu_op_error(IPU_ERR_INTERNAL, n, "scratch too small");
@@ -283,8 +304,13 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
         threads = p->threads;
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
-    if ((st = run_weights(n, p, s, weights, &w, &tmp)) != IPU_OK)
+    if ((st = run_weights(n, p, DNN_W, s, weights, &w, &tmp)) != IPU_OK)
         return st;
+    if (p->dw_extra >= 0 && (st = run_weights(n, p, DNN_W_DW, s, extra ? extra[p->dw_extra] : NULL,
+                                              &w_dw, &tmp_dw)) != IPU_OK) {
+        free(tmp);
+        return st;
+    }
     dnn_slot_t *sl = slot_of(p), own;
     if (sl == NULL) {
         memset(&own, 0, sizeof own);
@@ -317,9 +343,9 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
     m->prim = p->prim;
     plan_arg(m, DNNL_ARG_SRC, &p->src_md, x);
     if (w)
-        plan_arg(m, DNNL_ARG_WEIGHTS, &p->wei_md, w);
+        plan_arg(m, DNNL_ARG_WEIGHTS, &p->held[DNN_W].md, w);
     for (int i = 0; i < p->n_extra; i++)
-        plan_arg(m, p->extra_arg[i], &p->extra_md[i], extra[i]);
+        plan_arg(m, p->extra_arg[i], &p->extra_md[i], i == p->dw_extra ? w_dw : extra[i]);
     if (bias)
         plan_arg(m, DNNL_ARG_BIAS, &p->bias_md, bias);
     plan_arg(m, DNNL_ARG_DST, &p->dst_md, y);
@@ -340,6 +366,7 @@ out:
     if (sl == &own)
         slot_release(&own);
     free(tmp);
+    free(tmp_dw);
     return st;
 }
 
@@ -378,10 +405,12 @@ void dnn_run_free(ipu_dnn_t *p)
             free(p->slot[i]);
             p->slot[i] = NULL;
         }
-    for (dnn_wei_t *r = atomic_load(&p->wei), *prev; r; r = prev) {
-        prev = r->prev;
-        ipu_free_pooled(r->buf);
-        free(r);
+    for (int i = 0; i < DNN_HELD; i++) {
+        for (dnn_wei_t *r = atomic_load(&p->held[i].wei), *prev; r; r = prev) {
+            prev = r->prev;
+            ipu_free_pooled(r->buf);
+            free(r);
+        }
+        atomic_store(&p->held[i].wei, NULL);
     }
-    atomic_store(&p->wei, NULL);
 }

@@ -32,6 +32,7 @@ typedef struct fusion {
     int n;
     int64_t kind[IPU_FUSED_MAX];
     float alpha[IPU_FUSED_MAX], beta[IPU_FUSED_MAX];
+    int seg; /* the first post-op after a depthwise Conv (0: none fused) */
     int n_extra, extra[IPU_FUSED_MAX];
     int n_dead, dead[MAX_DEAD]; /* nodes that become Identity */
 } fusion_t;
@@ -128,14 +129,15 @@ static unsigned algs(ipu_fused_kind_t k)
 /* Append a post-op (extra: its operand's value, -1 for none); 0 when the
  * chain is full or already runs one of its algorithms: with oneDNN 2.6 a
  * second affine post-op ran with the first one's parameters (in
- * tests/fusion), so no algorithm is used twice, and an affine map after
+ * tests/fusion), so no algorithm is used twice in one kernel's post-ops
+ * (those after a depthwise Conv are its kernel's), and an affine map after
  * another is composed into it. */
 static int push(fusion_t *f, ipu_fused_kind_t kind, float alpha, float beta, int extra)
 {
     unsigned used = 0;
-    for (int i = 0; i < f->n; i++)
+    for (int i = f->seg; i < f->n; i++)
         used |= algs((ipu_fused_kind_t)f->kind[i]);
-    if (kind == IPU_FUSED_LINEAR && f->n > 0 && f->kind[f->n - 1] == IPU_FUSED_LINEAR) {
+    if (kind == IPU_FUSED_LINEAR && f->n > f->seg && f->kind[f->n - 1] == IPU_FUSED_LINEAR) {
         /* alpha * (a * x + b) + beta */
         f->beta[f->n - 1] = alpha * f->beta[f->n - 1] + beta;
         f->alpha[f->n - 1] *= alpha;
@@ -197,11 +199,11 @@ static int activation(const fusion_t *f, const ipu_node_t *a, int y, ipu_fused_k
 }
 
 /* Mul or Add of y and a constant, or Add of y and a residual: the post-op
- * pushed, 0 if n is none of these. */
+ * pushed, 0 if n is none of these (or a depthwise Conv was fused). */
 static int binary(fusion_t *f, const ipu_node_t *n, int y)
 {
     int mul = is_op(n, "Mul"), o = other_input(n, y);
-    if ((!mul && !is_op(n, "Add")) || o < 0)
+    if ((!mul && !is_op(n, "Add")) || o < 0 || f->seg > 0)
         return 0;
     const ipu_value_t *c = &f->g->values[o], *yv = &f->g->values[y];
     if (c->dtype != IPU_DTYPE_FLOAT || c->rank < 0 || c->rank > yv->rank)
@@ -224,6 +226,75 @@ static int binary(fusion_t *f, const ipu_node_t *n, int y)
             return 0;
     }
     return push(f, mul ? IPU_FUSED_MUL : IPU_FUSED_ADD, 0.0f, 0.0f, o);
+}
+
+/* The value of every element of node n's INTS attribute name, dflt when
+ * it is absent, -1 when it has not cnt elements or they differ. */
+static int64_t attr_all(const ipu_node_t *n, const char *name, size_t cnt, int64_t dflt)
+{
+    size_t c = 0;
+    const int64_t *v = ipu_attr_ints(n, name, &c);
+    if (v == NULL)
+        return dflt;
+    if (c != cnt)
+        return -1;
+    for (size_t i = 1; i < c; i++)
+        if (v[i] != v[0])
+            return -1;
+    return v[0];
+}
+
+/* Whether a depthwise Conv may fuse into f's host (fuse.h): a 2-D
+ * pointwise Conv of whole channel blocks, an output of
+ * IPU_FUSED_DW_MIN_BYTES or more, only piecewise-linear activations
+ * fused so far. */
+static int dw_host(const fusion_t *f)
+{
+    const ipu_graph_t *g = f->g;
+    for (int i = 0; i < f->n; i++)
+        if (f->kind[i] != IPU_FUSED_RELU && f->kind[i] != IPU_FUSED_CLIP &&
+            f->kind[i] != IPU_FUSED_LINEAR && f->kind[i] != IPU_FUSED_HARD_SIGMOID &&
+            f->kind[i] != IPU_FUSED_HARD_SWISH)
+            return 0;
+    const ipu_node_t *h = f->host;
+    const ipu_value_t *x = ipu_node_input(g, h, 0), *w = ipu_node_input(g, h, 1),
+                      *y = ipu_node_output(g, h, 0);
+    if (!is_op(h, "Conv") || f->seg > 0 || f->n_extra > 0 || !x || !w || !y || x->rank != 4 ||
+        w->rank != 4 || y->rank != 4 || w->dims[2] != 1 || w->dims[3] != 1 ||
+        ipu_attr_int(h, "group", 1) != 1 || attr_all(h, "strides", 2, 1) != 1 ||
+        attr_all(h, "pads", 4, 0) != 0 || attr_all(h, "dilations", 2, 1) != 1 ||
+        x->dims[1] <= 0 || x->dims[1] % 16 != 0 || w->dims[0] % 16 != 0)
+        return 0;
+    int64_t numel = ipu_shape_numel(4, y->dims);
+    return numel > 0 && (uint64_t)numel * sizeof(float) >= IPU_FUSED_DW_MIN_BYTES;
+}
+
+/* A depthwise Conv a reading y that fuses (fuse.h): IPU_FUSED_DW pushed
+ * with its weights and bias as extra inputs; 0 otherwise. */
+static int depthwise(fusion_t *f, const ipu_node_t *a, int y)
+{
+    const ipu_graph_t *g = f->g;
+    if (!is_op(a, "Conv") || a->inputs[0] != y || a->n_inputs < 2 || a->n_inputs > 3 ||
+        !dw_host(f) || f->n + 1 > IPU_FUSED_MAX || f->n_extra + 2 > IPU_FUSED_MAX)
+        return 0;
+    const ipu_value_t *yv = &g->values[y], *w = ipu_node_input(g, a, 1), *b = ipu_node_input(g, a, 2),
+                      *o = ipu_node_output(g, a, 0);
+    const int64_t C = yv->dims[1], s = attr_all(a, "strides", 2, 1);
+    if (w == NULL || w->data == NULL || w->dtype != IPU_DTYPE_FLOAT || w->rank != 4 ||
+        w->dims[0] != C || w->dims[1] != 1 || w->dims[2] != 3 || w->dims[3] != 3 ||
+        (b && (b->data == NULL || b->dtype != IPU_DTYPE_FLOAT)) || ipu_attr_int(a, "group", 1) != C ||
+        (s != 1 && s != 2) || attr_all(a, "pads", 4, 0) != 1 || attr_all(a, "dilations", 2, 1) != 1 ||
+        strcmp(ipu_attr_string(a, "auto_pad", "NOTSET"), "NOTSET") != 0 || o == NULL ||
+        o->rank != 4 || o->dims[2] != (yv->dims[2] + s - 1) / s || o->dims[3] != (yv->dims[3] + s - 1) / s)
+        return 0;
+    f->kind[f->n] = IPU_FUSED_DW;
+    f->alpha[f->n] = (float)s;
+    f->beta[f->n++] = 0.0f;
+    f->extra[f->n_extra++] = a->inputs[1];
+    f->extra[f->n_extra++] = b ? a->inputs[2] : -1;
+    f->seg = f->n;
+    f->sum_ok = 0;
+    return 1;
 }
 
 /* y has two readers: Sigmoid(y) and Mul(y, that) (either order); the output
@@ -301,7 +372,7 @@ static int step(fusion_t *f, int y)
     if (activation(f, a, y, &k, &alpha, &beta)) {
         if (!push(f, k, alpha, beta, -1))
             return -1;
-    } else if (!binary(f, a, y)) {
+    } else if (!binary(f, a, y) && !depthwise(f, a, y)) {
         return -1;
     }
     kill(f, &a, 1);
@@ -343,6 +414,17 @@ static ipu_status_t reinfer(ipu_graph_t *g, ipu_node_t *n)
         n->op->fini(n);
     n->state = NULL;
     return n->op->infer(g, n);
+}
+
+int ipu_fused_dw_stride(const ipu_node_t *n)
+{
+    size_t nk = 0, na = 0;
+    const int64_t *kind = ipu_attr_ints(n, IPU_FUSED_OPS, &nk);
+    const float *alpha = ipu_attr_floats(n, IPU_FUSED_ALPHA, &na);
+    for (size_t i = 0; i < nk && i < na; i++)
+        if (kind[i] == IPU_FUSED_DW)
+            return (int)alpha[i];
+    return 0;
 }
 
 ipu_status_t ipu_graph_node_to_identity(ipu_graph_t *g, ipu_node_t *n, const ipu_op_t *id, int src)
@@ -392,7 +474,7 @@ static void log_fusion(const fusion_t *f)
 {
     static const char *const names[] = {"?", "Relu", "Clip", "Sigmoid", "Tanh", "Elu",
                                         "HardSigmoid", "HardSwish", "SiLU", "Gelu", "Linear",
-                                        "Mul", "Add", "Sum"};
+                                        "Mul", "Add", "Sum", "Depthwise"};
     char buf[256];
     size_t off = 0;
     if (ipu_log_level_current < IPU_LOG_DEBUG)
@@ -400,7 +482,7 @@ static void log_fusion(const fusion_t *f)
     buf[0] = '\0';
     for (int i = 0; i < f->n && off < sizeof(buf); i++)
         off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "",
-                                names[f->kind[i] < IPU_FUSED_RELU || f->kind[i] > IPU_FUSED_SUM
+                                names[f->kind[i] < IPU_FUSED_RELU || f->kind[i] > IPU_FUSED_DW
                                           ? 0 : f->kind[i]]);
     ipu_debug("fused into node '%s' (%s): %s (%d nodes)", f->host->name, f->host->op_type, buf,
               f->n_dead);

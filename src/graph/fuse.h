@@ -22,8 +22,25 @@
  *  - Add of y and another float tensor of y's shape (a residual; one per
  *    node, not on a Gemm that scales its C): a sum post-op, the residual
  *    an extra input that the op copies into its output before the run.
+ *  - a depthwise Conv of y (an inverted residual block: MobileNetV2,
+ *    EfficientNet) when the node is a 2-D pointwise Conv (1x1 kernel,
+ *    stride 1, no pads, group 1) whose input and output channels are
+ *    multiples of 16 (whole channel blocks for oneDNN's kernels; a padded
+ *    block made the fused kernel slower than the two apart), y of
+ *    IPU_FUSED_DW_MIN_BYTES or more, and only piecewise-linear
+ *    activations before it (Relu, LeakyRelu, Clip, affine, HardSigmoid,
+ *    HardSwish; the fused kernel evaluates the others, SiLU among them,
+ *    on oneDNN's slower loop, which cost EfficientNet-B0 more than the
+ *    fusion saved); the
+ *    depthwise Conv has a constant float 3x3 kernel, group equal to the
+ *    channels, stride 1 or 2 both ways, pads 1 on every side, no
+ *    dilation, constant bias or none. Only activations follow it in the
+ *    chain. A rule from shapes alone, so every rank fuses alike; oneDNN
+ *    runs the pair as one primitive where its fused kernel pays here
+ *    (dnnl_post_ops_append_dw), else as its two primitives.
  * No oneDNN element-wise algorithm is used twice in one chain (an affine
- * map after another is composed into it).
+ * map after another is composed into it), but for once before and once
+ * after a depthwise Conv (two kernels, each with its own).
  * MatMul fuses only with operands of rank 2 or more (its Y then keeps the
  * operands' batch dims), at most IPU_FUSED_MAX post-ops per node.
  *
@@ -59,6 +76,11 @@ typedef enum {
     IPU_FUSED_MUL,          /* x * the next extra input (per channel) */
     IPU_FUSED_ADD,          /* x + the next extra input (per channel) */
     IPU_FUSED_SUM,          /* x + alpha * the next extra input (Y's shape) */
+    IPU_FUSED_DW,           /* a depthwise 3x3 convolution of x, pads 1, stride
+                             * alpha (1 or 2): its weights [C, 1, 3, 3] and
+                             * bias [C] are the next two extra inputs (the
+                             * bias -1 when it has none); Y is then
+                             * [N, C, ceil(H / alpha), ceil(W / alpha)] */
 } ipu_fused_kind_t;
 
 #define IPU_FUSED_OPS "ipu.fused_ops"     /* INTS: the kinds, in the order applied */
@@ -69,6 +91,14 @@ typedef enum {
  * before it (Conv's B, Gemm's C, MatMul's 2) are -1. */
 #define IPU_FUSED_INPUT0 3
 #define IPU_FUSED_MAX 8
+/* The stride of node n's IPU_FUSED_DW post-op, 0 when it has none. */
+int ipu_fused_dw_stride(const ipu_node_t *n);
+/* The bytes of a pointwise Conv's output from which a depthwise Conv
+ * reading it fuses (IPU_FUSED_DW): more than a core's L2 on x86 server
+ * CPUs (1 to 2 MiB), so that the two Convs apart send it through L3 or
+ * memory and back, where the fused kernel keeps a few rows of it in L1. */
+#define IPU_FUSED_DW_MIN_BYTES (4u << 20)
+
 /* INT attribute of a BatchNormalization: 1 when the Relu reading its
  * output (through Identity nodes) was folded into it */
 #define IPU_NORM_RELU_ATTR "ipu.fused_relu"

@@ -2,6 +2,7 @@
 
 #include "exec/plan.h"
 #include "exec/stage.h"
+#include "graph/fuse.h"
 
 #include <string.h>
 
@@ -36,7 +37,11 @@ static double dense_flops(const ipu_graph_t *g, const ipu_node_t *n)
         double per = 1;
         for (int d = 1; d < b->rank; d++)
             per *= (double)b->dims[d];
-        return 2 * numel(y) * per;
+        /* y of a fused depthwise Conv (graph/fuse.h): about s * s times
+         * fewer elements than the Conv's own output, 9 more multiply-adds
+         * each */
+        int s = ipu_fused_dw_stride(n);
+        return s > 0 ? 2 * numel(y) * (per * s * s + 9) : 2 * numel(y) * per;
     }
     if (strcmp(n->op_type, "ConvTranspose") == 0 && b->rank >= 3) {
         /* every input element: M/group * prod(kernel) multiply-adds (W is

@@ -44,6 +44,16 @@ OUT/res_order/model.onnx  x[1,8,8,8]: two sums whose residual is made by a
                           conv6(relu(conv4(relu(conv3(x))) + relu(conv5(x))));
                           the later Conv must not take the fused nodes' chain
                           again (it did: the sum was lost): 2 outputs
+OUT/dw_blocks/model.onnx  inverted residual blocks (1x1 Conv 16->96, then a
+                          3x3 depthwise Conv) whose depthwise Conv fuses
+                          into the 1x1 Conv: x[1,16,112,112] as MobileNetV2's
+                          features.2 (BatchNorms, ReLU6, stride 2, then the
+                          1x1 projection) and at stride 1 with Relu on both
+                          sides and no depthwise bias; odd[1,16,105,105]
+                          with HardSwish at stride 2 (an odd size: the last
+                          row's pad). Not fused: SiLU before it (on x),
+                          x24[1,24,112,112] (half a channel block), and
+                          small[1,16,56,56] (1.2 MB expanded): 6 outputs
 OUT/lrn_deconv/model.onnx x[1,8,16,16]: Conv 8->32 (3x3) + Relu -> LRN (size
                           5) -> 1x1 Conv -> ConvTranspose 32->16 (2x2, stride
                           2) -> 3x3 Conv, which the layout pass keeps in
@@ -252,6 +262,44 @@ class ResOrder(torch.nn.Module):
         return y0, y1
 
 
+class DwBlocks(torch.nn.Module):
+    """Inverted residual blocks whose depthwise Conv fuses into the 1x1
+    Conv before it (graph/fuse.h), and three that do not."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        bn = lambda c: nn.BatchNorm2d(c)
+        # MobileNetV2's features.2: BatchNorms (folded), ReLU6, stride 2
+        self.a_expand = nn.Sequential(nn.Conv2d(16, 96, 1, bias=False), bn(96), nn.ReLU6())
+        self.a_dw = nn.Sequential(nn.Conv2d(96, 96, 3, 2, 1, groups=96, bias=False), bn(96), nn.ReLU6())
+        self.a_proj = nn.Sequential(nn.Conv2d(96, 24, 1, bias=False), bn(24))
+        # stride 1, a depthwise Conv with no bias, Relu on both sides
+        self.b_expand = nn.Conv2d(16, 96, 1)
+        self.b_dw = nn.Conv2d(96, 96, 3, 1, 1, groups=96, bias=False)
+        # MobileNetV3's HardSwish, stride 2 over an odd size
+        self.c_expand = nn.Conv2d(16, 96, 1)
+        self.c_dw = nn.Conv2d(96, 96, 3, 2, 1, groups=96)
+        # not fused: SiLU before the depthwise Conv, 24 input channels
+        # (half a block), an expanded tensor under 4 MiB
+        self.d_expand = nn.Conv2d(16, 96, 1)
+        self.d_dw = nn.Conv2d(96, 96, 3, 2, 1, groups=96)
+        self.e_expand = nn.Conv2d(24, 96, 1)
+        self.e_dw = nn.Conv2d(96, 96, 3, 1, 1, groups=96)
+        self.f_expand = nn.Conv2d(16, 96, 1)
+        self.f_dw = nn.Conv2d(96, 96, 3, 1, 1, groups=96)
+
+    def forward(self, x, odd, x24, small):
+        F = torch.nn.functional
+        a = self.a_proj(self.a_dw(self.a_expand(x)))
+        b = torch.relu(self.b_dw(torch.relu(self.b_expand(x))))
+        c = F.hardswish(self.c_dw(F.hardswish(self.c_expand(odd))))
+        d = torch.relu(self.d_dw(F.silu(self.d_expand(x))))
+        e = torch.relu(self.e_dw(torch.relu(self.e_expand(x24))))
+        f = torch.relu(self.f_dw(torch.relu(self.f_expand(small))))
+        return a, b, c, d, e, f
+
+
 def save(t, path, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(t, name).SerializeToString())
@@ -339,5 +387,14 @@ export("concat_chain", ConcatChain(), (torch.randn(1, 3, 20, 20),))
 export("concat_chain_b2", ConcatChain(), (torch.randn(2, 3, 20, 20),))
 export("concat_chain_64", ConcatChain(), (torch.randn(1, 3, 64, 64),))
 export("res_order", ResOrder(), (torch.randn(1, 8, 8, 8),))
+dw = DwBlocks()
+for m in dw.modules():  # BatchNorms with statistics of their own
+    if isinstance(m, torch.nn.BatchNorm2d):
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 2.0)
+        m.weight.data.uniform_(0.5, 1.5)
+        m.bias.data.uniform_(-0.5, 0.5)
+export("dw_blocks", dw, (torch.randn(1, 16, 112, 112), torch.randn(1, 16, 105, 105),
+                         torch.randn(1, 24, 112, 112), torch.randn(1, 16, 56, 56)))
 export_lrn_deconv("lrn_deconv", 1)
 export_lrn_deconv("lrn_deconv_b2", 2)

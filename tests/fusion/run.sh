@@ -183,5 +183,25 @@ for l in onednn blocked; do
         echo "ok: transition ($l): the pool only Concats read is kept $want"
     else echo "FAIL: transition ($l): the pool not kept $want for its Concats"; fails=$((fails + 1)); fi
 done
+# inverted residual blocks: the depthwise Conv fuses into the 1x1 Conv
+# before it (graph/fuse.h), its activations on both sides; not after a
+# SiLU, from 24 input channels, nor on a small tensor. On 1 thread oneDNN
+# runs each pair as one kernel; on a team of 8 its heuristic (the expanded
+# tensor against twice the team's L2) declines and it runs its two
+# primitives (ref_fused_convolution): the same outputs either way
+for l in onednn blocked; do
+    LAYOUT=$l run dw_blocks 6
+    want dw_blocks "/a_expand/a_expand.0/Conv: Clip, Depthwise, Clip (3 nodes)"
+    want dw_blocks "/b_expand/Conv: Relu, Depthwise, Relu (3 nodes)"
+    want dw_blocks "/c_expand/Conv: HardSwish, Depthwise, HardSwish (3 nodes)"
+    for k in d e f; do want dw_blocks "/${k}_dw/Conv: Relu (1 nodes)"; done
+    n=$(grep -c "_expand[.0]*/Conv' (Conv): oneDNN jit_1x1:[a-z0-9_]*, scratchpad [1-9]" "$W/err")
+    [ "$n" -eq 3 ] && echo "ok: dw_blocks ($l): 3 fused pairs on one kernel" ||
+        { echo "FAIL: dw_blocks ($l): $n of 3 fused pairs on one kernel"; fails=$((fails + 1)); }
+done
+run dw_blocks 6 --threads 8
+n=$(grep -c "_expand[.0]*/Conv' (Conv): oneDNN ref_fused_convolution:any:" "$W/err")
+[ "$n" -eq 3 ] && echo "ok: dw_blocks (8 threads): 3 fused pairs on two primitives" ||
+    { echo "FAIL: dw_blocks (8 threads): $n of 3 fused pairs on two primitives"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
 echo "all fusion tests passed"

@@ -14,7 +14,9 @@
  * Fused post-ops: graph/fuse.c may fold the element-wise work that
  * consumed the output into the node (graph/fuse.h; read by fused.h): they
  * become post-ops of the primitive. A fused residual is copied (or
- * reordered) into the output before the run and added by a sum post-op. */
+ * reordered) into the output before the run and added by a sum post-op.
+ * A fused depthwise Conv makes Y its output; its weights are reordered at
+ * load too. */
 #include "exec/ops/dnn_chain.h"
 #include "exec/ops/fused.h"
 #include "exec/ops/registry.h"
@@ -91,6 +93,9 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
         d.pe[j] = w.pe[i];
         d.out[j] = dims[2 + j] = w.out[i];
     }
+    int dw = ipu_fused_dw_stride(n); /* Y: the fused depthwise Conv's output */
+    for (int j = 0; dw > 0 && j < nd; j++)
+        dims[2 + j] = (dims[2 + j] + dw - 1) / dw;
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
     if ((st = ipu_fused_post(g, n, y, 1, x->rank, 1, &d.post)) != IPU_OK)
         return st;
@@ -128,7 +133,8 @@ static ipu_status_t conv_load(const ipu_graph_t *g, const ipu_node_t *n)
 {
     const conv_state_t *s = n->state;
     const ipu_value_t *w = ipu_node_input(g, n, 1);
-    return s && w ? ipu_dnn_load_weights(n, s->dnn.p, w->data) : IPU_OK;
+    ipu_status_t st = s && w ? ipu_dnn_load_weights(n, s->dnn.p, w->data) : IPU_OK;
+    return st == IPU_OK && s ? ipu_fused_load(g, n, s->dnn.p) : st;
 }
 
 static size_t conv_held(const ipu_graph_t *g, const ipu_node_t *n)

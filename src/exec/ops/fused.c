@@ -5,6 +5,29 @@
 
 #include <string.h>
 
+/* The extra inputs a post-op of kind k reads (graph/fuse.h). */
+static int operands_of(int64_t k)
+{
+    return k == IPU_FUSED_DW ? 2 : k == IPU_FUSED_MUL || k == IPU_FUSED_ADD || k == IPU_FUSED_SUM;
+}
+
+/* The depthwise post-op's weights (input at) and bias (at + 1): float
+ * [C, 1, 3, 3] and [C] or absent, C y's channels; *bias set. */
+static ipu_status_t dw_operands(const ipu_graph_t *g, const ipu_node_t *n, int at, int64_t C,
+                                int *bias)
+{
+    const ipu_value_t *w = ipu_node_input(g, n, at), *b = ipu_node_input(g, n, at + 1);
+    if (w == NULL || w->dtype != IPU_DTYPE_FLOAT || w->rank != 4 || w->dims[0] != C ||
+        w->dims[1] != 1 || w->dims[2] != 3 || w->dims[3] != 3)
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "the fused depthwise Conv's weights "
+                            "(input %d) are not float [%lld, 1, 3, 3]", at, (long long)C);
+    if (b && (b->dtype != IPU_DTYPE_FLOAT || ipu_shape_numel(b->rank, b->dims) != C))
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "the fused depthwise Conv's bias "
+                            "(input %d) is not %lld floats", at + 1, (long long)C);
+    *bias = b != NULL;
+    return IPU_OK;
+}
+
 ipu_status_t ipu_fused_post(const ipu_graph_t *g, const ipu_node_t *n, const ipu_value_t *y,
                             int axis, int dst_rank, int dst_axis, ipu_dnn_post_t *post)
 {
@@ -26,12 +49,24 @@ ipu_status_t ipu_fused_post(const ipu_graph_t *g, const ipu_node_t *n, const ipu
                             "%zu alpha and %zu beta values", nk, IPU_FUSED_MAX, na, nb);
     int next = IPU_FUSED_INPUT0, sums = 0;
     for (size_t i = 0; i < nk; i++) {
-        if (kind[i] < IPU_FUSED_RELU || kind[i] > IPU_FUSED_SUM)
+        if (kind[i] < IPU_FUSED_RELU || kind[i] > IPU_FUSED_DW)
             return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "unknown fused post-op %lld",
                                 (long long)kind[i]);
         post->kind[i] = (ipu_fused_kind_t)kind[i];
         post->alpha[i] = alpha[i];
         post->beta[i] = beta[i];
+        if (kind[i] == IPU_FUSED_DW) {
+            ipu_status_t st;
+            if (post->dw_stride || (alpha[i] != 1.0f && alpha[i] != 2.0f) || axis != 1 || y->rank != 4)
+                return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "a fused depthwise Conv of stride "
+                                    "%g on an output of rank %d (one of stride 1 or 2 on a "
+                                    "2-D Conv)", (double)alpha[i], y->rank);
+            if ((st = dw_operands(g, n, next, post->channels, &post->dw_bias)) != IPU_OK)
+                return st;
+            post->dw_stride = (int)alpha[i];
+            next += 2;
+            continue;
+        }
         if (kind[i] < IPU_FUSED_MUL)
             continue;
         const ipu_value_t *v = ipu_node_input(g, n, next++);
@@ -60,35 +95,48 @@ int ipu_fused_residual_input(const ipu_node_t *n)
     for (size_t i = 0, next = IPU_FUSED_INPUT0; i < nk; i++) {
         if (kind[i] == IPU_FUSED_SUM)
             return (int)next < n->n_inputs ? (int)next : -1;
-        next += kind[i] == IPU_FUSED_MUL || kind[i] == IPU_FUSED_ADD;
+        next += (size_t)operands_of(kind[i]);
     }
     return -1;
 }
 
-/* At run: *res is the residual's data (NULL without a SUM) and ops[0..]
- * the MUL / ADD operands' data in their order (at most IPU_FUSED_MAX),
- * from the node's inputs in. */
-static void fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float **res,
-                           const void **ops)
+void ipu_fused_operands(const ipu_node_t *n, const ipu_tensor_t *in, const float **res,
+                        const void **ops)
 {
     size_t nk = 0;
     const int64_t *kind = ipu_attr_ints(n, IPU_FUSED_OPS, &nk);
     int next = IPU_FUSED_INPUT0, k = 0;
-    *res = NULL;
-    for (size_t i = 0; i < nk && next < n->n_inputs; i++) {
-        if (kind[i] == IPU_FUSED_SUM)
-            *res = in[next++].data;
-        else if (kind[i] == IPU_FUSED_MUL || kind[i] == IPU_FUSED_ADD)
-            ops[k++] = in[next++].data;
+    if (res)
+        *res = NULL;
+    for (size_t i = 0; i < nk && next + operands_of(kind[i]) <= n->n_inputs; i++) {
+        if (kind[i] == IPU_FUSED_SUM && res)
+            *res = in[next].data;
+        else if (kind[i] != IPU_FUSED_SUM)
+            for (int j = 0; j < operands_of(kind[i]); j++)
+                if (n->inputs[next + j] >= 0) /* not an absent bias */
+                    ops[k++] = in[next + j].data;
+        next += operands_of(kind[i]);
     }
+}
+
+ipu_status_t ipu_fused_load(const ipu_graph_t *g, const ipu_node_t *n, ipu_dnn_t *p)
+{
+    ipu_tensor_t in[IPU_FUSED_INPUT0 + IPU_FUSED_MAX + 1];
+    const void *ops[IPU_FUSED_MAX + 1];
+    if (ipu_fused_dw_stride(n) == 0 || n->n_inputs > (int)(sizeof(in) / sizeof(in[0])))
+        return IPU_OK;
+    for (int k = 0; k < n->n_inputs; k++)
+        in[k] = ipu_value_tensor(g, n->inputs[k]);
+    ipu_fused_operands(n, in, NULL, ops);
+    return ipu_dnn_load_post_weights(n, p, ops);
 }
 
 ipu_status_t ipu_fused_run(const ipu_node_t *n, ipu_dnn_t *p, const ipu_tensor_t *in,
                            const float *bias, float *y, const ipu_kernel_ctx_t *ctx)
 {
     const float *res;
-    const void *ops[IPU_FUSED_MAX];
-    fused_operands(n, in, &res, ops);
+    const void *ops[IPU_FUSED_MAX + 1];
+    ipu_fused_operands(n, in, &res, ops);
     ipu_status_t st = ipu_dnn_run(n, p, in[0].data, in[1].data, bias, res, ops, y, ctx);
     size_t silu = ipu_dnn_silu_after(p);
     if (st == IPU_OK && silu)
