@@ -143,7 +143,10 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     p->held[DNN_W].user = wei;
     if ((st = dnn_finish(n, p, pd)) != IPU_OK)
         goto out;
-    p->held[DNN_W].reorder = !dnnl_memory_desc_equal(&p->held[DNN_W].md, &wei);
+    /* W held too where the depthwise weights are: a stage frees the
+     * weights (input 1) of an op that holds a copy (IPU_OP_HELD_REPLACES_INPUT1) */
+    p->held[DNN_W].reorder = !dnnl_memory_desc_equal(&p->held[DNN_W].md, &wei) ||
+                             p->held[DNN_W_DW].reorder;
     if ((st = dnn_plain_io(n, p, &src, &dst)) == IPU_OK)
         st = dnn_residual_io(n, p);
 out:

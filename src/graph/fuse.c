@@ -252,9 +252,7 @@ static int dw_host(const fusion_t *f)
 {
     const ipu_graph_t *g = f->g;
     for (int i = 0; i < f->n; i++)
-        if (f->kind[i] != IPU_FUSED_RELU && f->kind[i] != IPU_FUSED_CLIP &&
-            f->kind[i] != IPU_FUSED_LINEAR && f->kind[i] != IPU_FUSED_HARD_SIGMOID &&
-            f->kind[i] != IPU_FUSED_HARD_SWISH)
+        if (!ipu_fused_before_dw((ipu_fused_kind_t)f->kind[i]))
             return 0;
     const ipu_node_t *h = f->host;
     const ipu_value_t *x = ipu_node_input(g, h, 0), *w = ipu_node_input(g, h, 1),
@@ -416,14 +414,20 @@ static ipu_status_t reinfer(ipu_graph_t *g, ipu_node_t *n)
     return n->op->infer(g, n);
 }
 
+int ipu_fused_before_dw(ipu_fused_kind_t k)
+{
+    return k == IPU_FUSED_RELU || k == IPU_FUSED_CLIP || k == IPU_FUSED_LINEAR ||
+           k == IPU_FUSED_HARD_SIGMOID || k == IPU_FUSED_HARD_SWISH;
+}
+
 int ipu_fused_dw_stride(const ipu_node_t *n)
 {
     size_t nk = 0, na = 0;
     const int64_t *kind = ipu_attr_ints(n, IPU_FUSED_OPS, &nk);
     const float *alpha = ipu_attr_floats(n, IPU_FUSED_ALPHA, &na);
     for (size_t i = 0; i < nk && i < na; i++)
-        if (kind[i] == IPU_FUSED_DW)
-            return (int)alpha[i];
+        if (kind[i] == IPU_FUSED_DW) /* another stride: ipu ops refuse the node */
+            return alpha[i] == 1.0f || alpha[i] == 2.0f ? (int)alpha[i] : 0;
     return 0;
 }
 

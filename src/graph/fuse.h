@@ -91,7 +91,12 @@ typedef enum {
  * before it (Conv's B, Gemm's C, MatMul's 2) are -1. */
 #define IPU_FUSED_INPUT0 3
 #define IPU_FUSED_MAX 8
-/* The stride of node n's IPU_FUSED_DW post-op, 0 when it has none. */
+/* Whether a post-op of kind k may come before an IPU_FUSED_DW (the
+ * piecewise-linear activations, see above); after it come only the
+ * activations (no MUL, ADD or SUM). */
+int ipu_fused_before_dw(ipu_fused_kind_t k);
+/* The stride of node n's IPU_FUSED_DW post-op, 0 when it has none (or one
+ * of a stride other than 1 or 2). */
 int ipu_fused_dw_stride(const ipu_node_t *n);
 /* The bytes of a pointwise Conv's output from which a depthwise Conv
  * reading it fuses (IPU_FUSED_DW): more than a core's L2 on x86 server

@@ -176,6 +176,28 @@ def main():
     m.ClearField("graph")
     with open(os.path.join(case(out, "big_raw_twice"), "model.onnx"), "wb") as f:
         f.write(m.SerializeToString() + record(7, gbytes))
+    fused_dw(out)
+
+
+def fused_dw(out):
+    """A 1x1 Conv carrying the private post-op attributes graph/fuse.c
+    writes (graph/fuse.h), as a model file might: a depthwise post-op
+    (kind 14) whose bias slot is left out, one after a per-channel Mul
+    (kind 11), and one after a 3x3 Conv."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])
+    rng = np.random.default_rng(0)
+    w = lambda name, *s: numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), name)
+    W1, W3, B = w("w1x1", 16, 16, 1, 1), w("w3x3", 16, 16, 3, 3), w("b", 16)
+    Wd, S = w("w_dw", 16, 1, 3, 3), w("scale", 1, 16, 1, 1)
+    def conv(name, weights, kinds, alpha, extra, **attrs):
+        n = helper.make_node("Conv", ["x", weights.name, "b"] + extra, ["y"], name="fused", **attrs)
+        n.attribute.extend([helper.make_attribute("ipu.fused_ops", kinds),
+                            helper.make_attribute("ipu.fused_alpha", alpha),
+                            helper.make_attribute("ipu.fused_beta", [0.0] * len(kinds))])
+        save(case(out, name), model([n], [W1, W3, B, Wd, S], inputs=(x,)))
+    conv("fused_dw_no_bias_slot", W1, [14], [1.0], [Wd.name])
+    conv("fused_dw_after_mul", W1, [11, 14], [0.0, 2.0], [S.name, Wd.name, ""])
+    conv("fused_dw_after_3x3", W3, [14], [1.0], [Wd.name, ""], pads=[1, 1, 1, 1])
 
 
 if __name__ == "__main__":

@@ -69,6 +69,12 @@ bad big_truncated       "truncated"
 bad big_damaged         "damaged|truncated"
 bad big_wrong_size      "big_weight" "262144 bytes of raw_data" "\[255,256\]"
 bad big_raw_twice       "twice_weight" "16 bytes of raw_data"
+# the private post-op attributes of a fused node (graph/fuse.h) in the
+# file itself: a depthwise post-op with no bias slot, after a Mul, after a
+# 3x3 Conv
+bad fused_dw_no_bias_slot "node 'fused'" "depthwise Conv has no bias slot"
+bad fused_dw_after_mul  "node 'fused'" "post-op 0 before a depthwise Conv"
+bad fused_dw_after_3x3  "node 'fused'" "not 2-D pointwise"
 
 echo "malformed: $fails failure(s)"
 [ "$fails" -eq 0 ]

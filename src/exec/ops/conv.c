@@ -99,6 +99,10 @@ static ipu_status_t conv_infer(ipu_graph_t *g, ipu_node_t *n)
     ipu_value_set_shape(y, IPU_DTYPE_FLOAT, x->rank, dims);
     if ((st = ipu_fused_post(g, n, y, 1, x->rank, 1, &d.post)) != IPU_OK)
         return st;
+    if (dw > 0 && (nd != 2 || group != 1 || d.k[0] != 1 || d.k[1] != 1 || d.s[0] != 1 || d.s[1] != 1 ||
+                   d.d[0] != 1 || d.d[1] != 1 || d.pb[0] || d.pb[1] || d.pe[0] || d.pe[1]))
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "a fused depthwise Conv after a Conv that "
+                            "is not 2-D pointwise (1x1, stride 1, no pads, group 1)");
     conv_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");

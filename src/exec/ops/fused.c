@@ -17,6 +17,9 @@ static ipu_status_t dw_operands(const ipu_graph_t *g, const ipu_node_t *n, int a
                                 int *bias)
 {
     const ipu_value_t *w = ipu_node_input(g, n, at), *b = ipu_node_input(g, n, at + 1);
+    if (at + 1 >= n->n_inputs) /* the bias slot is there, -1 when it has none */
+        return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "the fused depthwise Conv has no bias "
+                            "slot (input %d)", at + 1);
     if (w == NULL || w->dtype != IPU_DTYPE_FLOAT || w->rank != 4 || w->dims[0] != C ||
         w->dims[1] != 1 || w->dims[2] != 3 || w->dims[3] != 3)
         return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "the fused depthwise Conv's weights "
@@ -55,9 +58,16 @@ ipu_status_t ipu_fused_post(const ipu_graph_t *g, const ipu_node_t *n, const ipu
         post->kind[i] = (ipu_fused_kind_t)kind[i];
         post->alpha[i] = alpha[i];
         post->beta[i] = beta[i];
+        if (post->dw_stride && kind[i] >= IPU_FUSED_MUL)
+            return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "fused post-op %zu after a depthwise "
+                                "Conv (activations only)", i);
         if (kind[i] == IPU_FUSED_DW) {
             ipu_status_t st;
-            if (post->dw_stride || (alpha[i] != 1.0f && alpha[i] != 2.0f) || axis != 1 || y->rank != 4)
+            for (size_t j = 0; j < i; j++)
+                if (!ipu_fused_before_dw((ipu_fused_kind_t)kind[j]))
+                    return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "fused post-op %zu before a "
+                                        "depthwise Conv (piecewise-linear activations only)", j);
+            if ((alpha[i] != 1.0f && alpha[i] != 2.0f) || axis != 1 || y->rank != 4)
                 return ipu_op_error(IPU_ERR_INVALID_MODEL, n, "a fused depthwise Conv of stride "
                                     "%g on an output of rank %d (one of stride 1 or 2 on a "
                                     "2-D Conv)", (double)alpha[i], y->rank);
