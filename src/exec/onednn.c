@@ -564,6 +564,7 @@ void ipu_dnn_free(ipu_dnn_t *p)
     if (p->res_copy)
         dnnl_primitive_destroy(p->res_copy);
     dnn_run_free(p);
+    free(p->zero_bias);
     dnn_concat_free(p->cat);
     pthread_mutex_destroy(&p->mu);
     free(p);

@@ -3,6 +3,8 @@
 
 #include "common/log.h"
 
+#include <stdlib.h>
+
 static const dnnl_format_tag_t wei_tag[4] = {dnnl_format_tag_undef, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
 static const dnnl_format_tag_t gwei_tag[4] = {dnnl_format_tag_undef, dnnl_goiw, dnnl_goihw,
                                               dnnl_goidhw};
@@ -98,6 +100,15 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
      * unless ipu_dnn_set_chain() says otherwise: faster than the
      * primitives that take plain NCHW (pointwise ones included, once
      * chained) */
+    /* oneDNN 2.6's fused depthwise kernel reads the depthwise bias only
+     * where the convolution has one too (jit_*_1x1_convolution.cpp: "if
+     * (bias) par_conv_dw.bias = ..."), else an unset pointer: give it
+     * zeros */
+    const int zero_bias = !d->has_bias && d->post.dw_bias;
+    if (zero_bias && (p->zero_bias = calloc((size_t)d->M, sizeof(float))) == NULL) {
+        st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
+        goto out;
+    }
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, &d->post, p, &attr), "setting the attributes");
     int got_blocked = 0;
     for (int blocked = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED; blocked >= 0 && pd == NULL;
@@ -120,7 +131,8 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
             DNN_TRY(dnnl_dilated_convolution_forward_desc_init(
                         &desc, dnnl_forward_inference,
                         a == 0 ? dnnl_convolution_winograd : dnnl_convolution_direct, &src_any,
-                        &wei_any, d->has_bias ? &bias : NULL, &dst_any, strides, dil, pl, pr),
+                        &wei_any, d->has_bias || zero_bias ? &bias : NULL, &dst_any, strides,
+                        dil, pl, pr),
                     "describing the convolution");
             dnnl_status_t s = dnn_pd_create(&pd, &desc, attr);
             if (s != dnnl_success && !blocked && (a == 1 || s != dnnl_unimplemented))

@@ -43,6 +43,7 @@ struct ipu_dnn {
     dnnl_memory_desc_t src_user, dst_user;              /* ours */
     dnn_held_t held[DNN_HELD];
     int dw_extra; /* the extra operand that is held[DNN_W_DW]'s weights (-1: none) */
+    float *zero_bias; /* the bias a run takes when given none (NULL: none) */
     dnnl_memory_desc_t res_user; /* the residual's: ours, or its producer's layout */
     dnnl_primitive_t src_in, dst_out, res_in; /* activation reorders (NULL: none) */
     dnnl_primitive_t res_copy; /* the residual from dst_md into dst_md */

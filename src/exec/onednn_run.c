@@ -346,8 +346,8 @@ static ipu_status_t run(const ipu_node_t *n, ipu_dnn_t *p, const float *src, con
         plan_arg(m, DNNL_ARG_WEIGHTS, &p->held[DNN_W].md, w);
     for (int i = 0; i < p->n_extra; i++)
         plan_arg(m, p->extra_arg[i], &p->extra_md[i], i == p->dw_extra ? w_dw : extra[i]);
-    if (bias)
-        plan_arg(m, DNNL_ARG_BIAS, &p->bias_md, bias);
+    if (bias || p->zero_bias)
+        plan_arg(m, DNNL_ARG_BIAS, &p->bias_md, bias ? bias : p->zero_bias);
     plan_arg(m, DNNL_ARG_DST, &p->dst_md, y);
     if (dnnl_memory_desc_get_size(&p->pad_md) > 0)
         plan_arg(m, DNNL_ARG_SCRATCHPAD, &p->pad_md, pad);

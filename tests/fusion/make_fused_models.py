@@ -51,7 +51,8 @@ OUT/dw_blocks/model.onnx  inverted residual blocks (1x1 Conv 16->96, then a
                           1x1 projection) and at stride 1 with Relu on both
                           sides and no depthwise bias; odd[1,16,105,105]
                           with HardSwish at stride 2 (an odd size: the last
-                          row's pad). Not fused: SiLU before it (on x),
+                          row's pad), the 1x1 Conv without bias, the
+                          depthwise one with. Not fused: SiLU before it (on x),
                           x24[1,24,112,112] (half a channel block), and
                           small[1,16,56,56] (1.2 MB expanded): 6 outputs
 OUT/lrn_deconv/model.onnx x[1,8,16,16]: Conv 8->32 (3x3) + Relu -> LRN (size
@@ -277,8 +278,9 @@ class DwBlocks(torch.nn.Module):
         # stride 1, a depthwise Conv with no bias, Relu on both sides
         self.b_expand = nn.Conv2d(16, 96, 1)
         self.b_dw = nn.Conv2d(96, 96, 3, 1, 1, groups=96, bias=False)
-        # MobileNetV3's HardSwish, stride 2 over an odd size
-        self.c_expand = nn.Conv2d(16, 96, 1)
+        # MobileNetV3's HardSwish, stride 2 over an odd size; no bias on
+        # the 1x1 Conv, one on the depthwise Conv
+        self.c_expand = nn.Conv2d(16, 96, 1, bias=False)
         self.c_dw = nn.Conv2d(96, 96, 3, 2, 1, groups=96)
         # not fused: SiLU before the depthwise Conv, 24 input channels
         # (half a block), an expanded tensor under 4 MiB
