@@ -95,11 +95,6 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
     DNN_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "describing B");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei_any, wr, wdims, dnnl_f32, dnnl_format_tag_any),
             "describing W");
-    /* the activations in the layout the primitive prefers (or the blocked
-     * one, ipu_dnn_layout()), reordered to and from ours inside the op
-     * unless ipu_dnn_set_chain() says otherwise: faster than the
-     * primitives that take plain NCHW (pointwise ones included, once
-     * chained) */
     /* oneDNN 2.6's fused depthwise kernel reads the depthwise bias only
      * where the convolution has one too (jit_*_1x1_convolution.cpp: "if
      * (bias) par_conv_dw.bias = ..."), else an unset pointer: give it
@@ -109,6 +104,11 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         st = ipu_op_error(IPU_ERR_NO_MEMORY, n, "out of memory");
         goto out;
     }
+    /* the activations in the layout the primitive prefers (or the blocked
+     * one, ipu_dnn_layout()), reordered to and from ours inside the op
+     * unless ipu_dnn_set_chain() says otherwise: faster than the
+     * primitives that take plain NCHW (pointwise ones included, once
+     * chained) */
     DNN_TRY(dnn_make_attr(1.0f, 0.0f, &d->post, p, &attr), "setting the attributes");
     int got_blocked = 0;
     for (int blocked = ipu_dnn_layout() == IPU_DNN_LAYOUT_BLOCKED; blocked >= 0 && pd == NULL;
