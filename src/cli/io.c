@@ -21,6 +21,12 @@ static uint64_t rnd(uint64_t *s)
     return *s * 2685821657736338717ull;
 }
 
+/* A float in [-1, 1) from r's top 53 bits. */
+static double uniform(uint64_t r)
+{
+    return (double)(r >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
 /* Bound for integer input v: the gathered dimension if v indexes a Gather. */
 static int64_t int_bound(const ipu_graph_t *g, int v)
 {
@@ -78,13 +84,13 @@ ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ip
                                            * a pipeline's first stage makes them between runs */
             float *f = t->data;
             for (int64_t i = 0; i < n; i++)
-                f[i] = (float)((double)(rnd(&s) >> 11) / 9007199254740992.0 * 2 - 1);
+                f[i] = (float)uniform(rnd(&s));
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             uint64_t r = rnd(&s);
             if (ipu_dtype_is_float(t->dtype))
-                ipu_dtype_set_f64(t->dtype, t->data, (size_t)i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+                ipu_dtype_set_f64(t->dtype, t->data, (size_t)i, uniform(r));
             else if (t->dtype == IPU_DTYPE_BOOL)
                 ipu_dtype_set_i64(t->dtype, t->data, (size_t)i, (int64_t)(r >> 63));
             else

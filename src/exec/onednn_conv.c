@@ -84,10 +84,6 @@ ipu_status_t ipu_dnn_conv(const ipu_node_t *n, const ipu_dnn_conv_desc_t *d, ipu
         int64_t s = d->post.dw_stride;
         ydims[j] = j >= 2 && s > 0 ? (ddims[j] + s - 1) / s : ddims[j];
     }
-    if (d->post.dw_stride && nd != 2) {
-        st = ipu_op_error(IPU_ERR_INVALID_MODEL, n, "a fused depthwise Conv after a %d-D one", nd);
-        goto out;
-    }
     DNN_TRY(dnnl_memory_desc_init_by_tag(&src, nd + 2, sdims, dnnl_f32, dnn_plain_tag(nd)), "describing X");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&dst, nd + 2, ydims, dnnl_f32, dnn_plain_tag(nd)), "describing Y");
     DNN_TRY(dnnl_memory_desc_init_by_tag(&wei, wr, wdims, dnnl_f32, g ? gwei_tag[nd] : wei_tag[nd]),

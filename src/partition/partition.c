@@ -195,12 +195,7 @@ static ipu_status_t stage_figures(const ipu_graph_t *g, items_t *it, const ipu_p
                 list[n++] = i;
         ipu_stage_mem_t m;
         if ((st = stage_mem(it, list, n, s == 0, s == S - 1, &m)) == IPU_OK) {
-            pt->stages[s].weight_bytes = m.weights;
-            pt->stages[s].winograd_bytes = m.winograd;
-            pt->stages[s].scratch_direct = m.scratch_direct;
-            pt->stages[s].act_bytes = m.activations;
-            pt->stages[s].scratch_bytes = m.scratch;
-            pt->stages[s].need_bytes = m.total;
+            pt->stages[s].mem = m;
         }
     }
     free(list);
@@ -545,13 +540,9 @@ ipu_status_t ipu_partition_make(const ipu_graph_t *g, const ipu_partition_params
         st = stage_figures(g, &it, p, &pt);
         for (int s = 0; st == IPU_OK && s < pt.n_stages; s++) {
             const ipu_stage_info_t *si = &pt.stages[s];
-            if (si->need_bytes > p->ipu_memory) { /* a manual placement */
-                ipu_stage_mem_t m = {.weights = si->weight_bytes, .winograd = si->winograd_bytes,
-                                     .scratch_direct = si->scratch_direct,
-                                     .activations = si->act_bytes,
-                                     .scratch = si->scratch_bytes, .total = si->need_bytes};
+            if (si->mem.total > p->ipu_memory) { /* a manual placement */
                 char msg[512];
-                ipu_stage_mem_str(&m, p->ipu_memory, msg, sizeof(msg));
+                ipu_stage_mem_str(&si->mem, p->ipu_memory, msg, sizeof(msg));
                 st = ipu_error(IPU_ERR_NO_MEMORY, "stage %d %s; use more stages, --ipus-per-rank, or "
                                "a larger --ipu-memory", s, msg);
             }
@@ -593,8 +584,8 @@ void ipu_partition_print(const ipu_partition_t *pt, FILE *f)
     for (int s = 0; s < pt->n_stages; s++) {
         const ipu_stage_info_t *si = &pt->stages[s];
         fprintf(f, "%5d %4d %3d %6d %9.3f %10.1f %7.1f %11.2f %8.1f %12zu %12zu %8.3f\n", s, si->rank,
-                si->ipu, si->n_nodes, si->gflop, si->weight_bytes / 1048576.0, si->act_bytes / 1048576.0,
-                si->scratch_bytes / 1048576.0, si->need_bytes / 1048576.0, si->in_bytes, si->out_bytes,
+                si->ipu, si->n_nodes, si->gflop, si->mem.weights / 1048576.0, si->mem.activations / 1048576.0,
+                si->mem.scratch / 1048576.0, si->mem.total / 1048576.0, si->in_bytes, si->out_bytes,
                 si->est_ms);
     }
     char stages[128];

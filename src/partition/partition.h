@@ -15,6 +15,7 @@
 #ifndef IPU_PARTITION_PARTITION_H
 #define IPU_PARTITION_PARTITION_H
 
+#include "exec/stage.h"
 #include "partition/cost.h"
 
 #include <stdio.h>
@@ -37,13 +38,9 @@ typedef struct ipu_stage_info {
     int rank, ipu;          /* placement within a replica */
     int n_nodes;            /* nodes that run (folded excluded) */
     double gflop;
-    /* memory its IPU is charged (exec/stage.h, ipu_stage_mem: the device's check) */
-    size_t weight_bytes;    /* distinct constants read */
-    size_t winograd_bytes;  /* of those, what Winograd convolutions hold beyond direct ones */
-    size_t act_bytes;       /* its activation arena (exec/plan.h) */
-    size_t scratch_bytes;   /* the largest scratch of one of its nodes */
-    size_t scratch_direct;  /* the same without Winograd (exec/stage.h) */
-    size_t need_bytes;      /* the sum, at most the IPU memory */
+    /* memory its IPU is charged (exec/stage.h, ipu_stage_mem: the device's
+     * check; total at most the IPU memory) */
+    ipu_stage_mem_t mem;
     size_t in_bytes;        /* boundary bytes received per micro-batch */
     size_t out_bytes;       /* boundary bytes sent per micro-batch */
     double est_ms;          /* compute + boundary transfers */

@@ -438,10 +438,10 @@ static void test_partition_counts_scratch(void **state)
         assert_int_equal(pt.node_stage[i], want_stage[i]);
     const size_t want[2][4] = {{8192, 2048, 8192, 18432}, {8192, 2048, 0, 10240}};
     for (int s = 0; s < 2; s++) {
-        assert_int_equal(pt.stages[s].weight_bytes, want[s][0]);
-        assert_int_equal(pt.stages[s].act_bytes, want[s][1]);
-        assert_int_equal(pt.stages[s].scratch_bytes, want[s][2]);
-        assert_int_equal(pt.stages[s].need_bytes, want[s][3]);
+        assert_int_equal(pt.stages[s].mem.weights, want[s][0]);
+        assert_int_equal(pt.stages[s].mem.activations, want[s][1]);
+        assert_int_equal(pt.stages[s].mem.scratch, want[s][2]);
+        assert_int_equal(pt.stages[s].mem.total, want[s][3]);
     }
     ipu_partition_free(&pt);
     /* the device agrees: stage 0 (fed x, sending y1) loads at 18 KiB, not 1 byte less */
