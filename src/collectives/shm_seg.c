@@ -2,57 +2,31 @@
  * and its registered memory (shm.h). */
 #include "collectives/shm_impl.h"
 #include "common/settings.h"
+#include "transport/shmseg.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------- open / close */
 
-static unsigned g_counter;
-
 typedef struct {
-    char name[48];
+    char name[IPU_SHMSEG_NAME_MAX];
     uint64_t bytes;
     uint64_t oneshot_max, direct_min; /* local rank 0's, which every member takes */
     int32_t ok;
     int32_t pad;
 } name_msg_t;
 
-static gcl_status_t attach(gcl_shm_t *s, const char *name, int create, size_t bytes)
+/* Create (a fresh name into name) or attach name, at s->base. */
+static gcl_status_t attach(gcl_shm_t *s, char *name, int create, size_t bytes)
 {
-    int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
-    if (fd < 0)
-        return gcl_set_error(errno == EEXIST ? GCL_ERR_TRANSPORT : GCL_ERR_NO_MEMORY, "gcl_shm_open: shm_open(%s): %s", name, strerror(errno));
-    if (create) {
-        int rc = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
-        if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-            close(fd);
-            shm_unlink(name);
-            return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: reserving %zu bytes of shared memory (%s): %s", bytes,
-                        name, strerror(rc));
-        }
-    } else {
-        struct stat st;
-        if (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
-            close(fd);
-            return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: %s holds fewer than the %zu bytes expected", name, bytes);
-        }
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-        if (create)
-            shm_unlink(name);
-        return gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: mmap of %zu bytes (%s): %s",
-                    bytes, name, strerror(e));
-    }
+    void *p = NULL;
+    ipu_status_t st = create ? ipu_shmseg_create("gcl", bytes, name, &p) : ipu_shmseg_attach(name, bytes, &p);
+    if (st != IPU_OK)
+        return gcl_from_ipu(st, "shm_open");
     s->base = p;
     return GCL_OK;
 }
@@ -126,13 +100,7 @@ gcl_status_t gcl_shm_open(int local_rank, int local_size, size_t slot_bytes,
         if (all == NULL) {
             st = gcl_set_error(GCL_ERR_NO_MEMORY, "gcl_shm_open: out of memory");
         } else if (local_rank == 0) {
-            for (int tries = 0; tries < 16; tries++) {
-                snprintf(msg.name, sizeof(msg.name), "/gcl-%d-%u", (int)getpid(),
-                         __atomic_fetch_add(&g_counter, 1, __ATOMIC_RELAXED));
-                st = attach(s, msg.name, 1, s->bytes);
-                if (st != GCL_ERR_TRANSPORT) /* EEXIST: a stale name, try the next */
-                    break;
-            }
+            st = attach(s, msg.name, 1, s->bytes);
             if (st == GCL_OK) {
                 header_t *h = (header_t *)(void *)s->base;
                 h->magic = SHM_MAGIC;

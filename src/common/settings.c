@@ -45,6 +45,10 @@ static const ipu_setting_def_t table[IPU_SET_COUNT] = {
                                       "prefers: channels-last on AVX-512); auto: blocked on AVX-512 CPUs "
                                       "other than Intel's, where oneDNN 2.6 guesses the cache sizes its "
                                       "channels-last kernels block for; agreed by the ranks"},
+    [IPU_SET_IPU_EXEC_SHM_LINKS] = {"IPU_EXEC_SHM_LINKS", IPU_SETTING_BOOL, "1", NULL, 0, 0, 0, NULL,
+                                    "a pipeline's stage links between ranks of one host go through shared "
+                                    "memory (the sending rank's setting decides); 0: through the transport "
+                                    "(--transport)"},
     /* oneDNN's own (it reads them itself): read here only to know the
      * instruction set a rank will use before oneDNN fixes it */
     [IPU_SET_ONEDNN_MAX_CPU_ISA] = {"ONEDNN_MAX_CPU_ISA", IPU_SETTING_CHOICE, "all", NULL, 0, 0, 0, ISAS,

@@ -8,6 +8,7 @@
 #include "pipeline/fault.h"
 #include "exec/binding.h"
 #include "pipeline/pipeline.h"
+#include "transport/shmseg.h"
 
 #include <stdint.h>
 
@@ -33,7 +34,43 @@ typedef struct link {
     int ready[MAX_CREDITS];     /* local links: slot filled */
     int64_t consumed;           /* micro-batches taken by the consumer */
     int64_t posted;             /* remote: receives posted up to (excl.) */
+    /* a link between two ranks of one host, through the sender's shared
+     * segment (links_shm.c): its control lines, its C slots after them
+     * (sbuf or rbuf point there); NULL: through the transport */
+    struct link_ctl *shm;
 } link_t;
+
+/* The control lines of a link through shared memory: the sender stores
+ * published (sequences written) after it wrote a slot, the receiver
+ * consumed (sequences read) after it read one. Release stores and acquire
+ * loads order a slot's bytes before the count that hands it over. */
+typedef struct link_ctl {
+    int64_t published;
+    char pad0[56];
+    int64_t consumed;
+    char pad1[56];
+} link_ctl_t;
+
+static inline int64_t pipe_shm_load(const int64_t *v)
+{
+    return __atomic_load_n(v, __ATOMIC_ACQUIRE);
+}
+
+static inline void pipe_shm_store(int64_t *v, int64_t x)
+{
+    __atomic_store_n(v, x, __ATOMIC_RELEASE);
+}
+
+/* This rank's shared segments for the links of its host (links_shm.c). */
+typedef struct pipe_shm {
+    char name[IPU_SHMSEG_NAME_MAX]; /* its own segment's name until unlinked, else "" */
+    void *base;                     /* its own: the slots of the links it sends */
+    size_t bytes;
+    struct pipe_shm_map {
+        void *base;
+        size_t bytes;
+    } *peer;                        /* [world]: the segments of the ranks it reads from */
+} pipe_shm_t;
 
 /* A stage of this rank, on its own IPU. */
 typedef struct lstage {
@@ -62,6 +99,8 @@ typedef struct pipe {
     int n_links;
     lstage_t *ls;
     int n_ls;
+    int *host_ids;              /* [world]: the lowest rank of each rank's host (set-up's agreement) */
+    pipe_shm_t shm;
     ipu_tensor_t *ins;          /* graph inputs of the current micro-batch */
     int ins_mb;                 /* which micro-batch ins holds, -1 none */
     ipu_treq_t **credit_sends;  /* credit messages in flight */
@@ -118,6 +157,24 @@ ipu_status_t pipe_consumed(pipe_t *pp, link_t *lk, int64_t total);
 ipu_status_t pipe_poll_credits(pipe_t *pp, int *events);
 ipu_status_t pipe_poll_sends(pipe_t *pp, int *events, int *sending);
 void pipe_free_links(pipe_t *pp);
+
+/* links_shm.c: the links between ranks of one host through shared memory
+ * (unless the sending rank has IPU_EXEC_SHM_LINKS=0).
+ * pipe_shm_create: this rank's segment for the links it sends to ranks of
+ * its host; when it cannot be made, a warning, and they go through the
+ * transport. pipe_shm_name: its name in PIPE_SHM_WORDS values for the
+ * set-up's gather (all zero: none). pipe_shm_attach, from every rank's
+ * name (rank r's at all[r * stride + at]): the segments of the senders of
+ * this rank's links, and each link's control lines (lk->shm). Errors:
+ * IPU_ERR_NO_MEMORY (a segment could not be attached). pipe_shm_unlink:
+ * once every rank has attached (the start of the run's agreement).
+ * pipe_shm_close: unmap (the links' buffers there go with it). */
+enum { PIPE_SHM_WORDS = IPU_SHMSEG_NAME_MAX / 4 };
+void pipe_shm_create(pipe_t *pp);
+void pipe_shm_name(const pipe_t *pp, uint32_t *v);
+ipu_status_t pipe_shm_attach(pipe_t *pp, const uint32_t *all, size_t stride, size_t at);
+void pipe_shm_unlink(pipe_t *pp);
+void pipe_shm_close(pipe_t *pp);
 
 /* setup.c: the set-up steps of ipu_pipeline_run, in order; each takes the
  * status so far and every rank makes each agreement (fault.h). */

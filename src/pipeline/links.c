@@ -77,7 +77,7 @@ ipu_status_t pipe_alloc_link_buffers(pipe_t *pp)
     ipu_status_t st = IPU_OK;
     for (int l = 0; l < pp->n_links && st == IPU_OK; l++) {
         link_t *lk = &pp->links[l];
-        for (int c = 0; c < pp->C; c++) {
+        for (int c = 0; c < pp->C && lk->shm == NULL; c++) {
             if (lk->src_rank == pp->rank && lk->dst_rank != pp->rank &&
                 (lk->sbuf[c] = alloc_buf(lk->bytes)) == NULL)
                 st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory for boundary buffers");
@@ -113,6 +113,8 @@ ipu_status_t pipe_post_links(pipe_t *pp)
     ipu_status_t st = IPU_OK;
     for (int l = 0; l < pp->n_links && st == IPU_OK; l++) {
         link_t *lk = &pp->links[l];
+        if (lk->shm)
+            continue;
         if (lk->dst_rank == pp->rank && lk->src_rank != pp->rank)
             st = post_receives(pp, lk, pp->ls[lk->dst % pp->K].total);
         if (st == IPU_OK && lk->src_rank == pp->rank && lk->dst_rank != pp->rank)
@@ -127,6 +129,10 @@ ipu_status_t pipe_arrived(pipe_t *pp, link_t *lk, int64_t seq, int *yes)
     *yes = 0;
     if (lk->src_rank == pp->rank) {
         *yes = lk->ready[c];
+        return IPU_OK;
+    }
+    if (lk->shm) {
+        *yes = pipe_shm_load(&lk->shm->published) > seq;
         return IPU_OK;
     }
     if (seq >= lk->posted)
@@ -153,6 +159,10 @@ ipu_status_t pipe_consumed(pipe_t *pp, link_t *lk, int64_t total)
     lk->consumed++;
     if (lk->src_rank == pp->rank)
         return IPU_OK;
+    if (lk->shm) { /* the slot is the sender's again */
+        pipe_shm_store(&lk->shm->consumed, lk->consumed);
+        return IPU_OK;
+    }
     ipu_status_t st = post_receives(pp, lk, total);
     /* the sender needs the credit of sequence k only to send k + C: none is
      * sent for the last C, so no message is left in flight at the end */
@@ -244,8 +254,10 @@ void pipe_free_links(pipe_t *pp)
                 ipu_transport_cancel(pp->tr, lk->sreq[c]);
                 ipu_transport_cancel(pp->tr, lk->rreq[c]);
             }
-            free(lk->sbuf[c]);
-            free(lk->rbuf[c]);
+            if (lk->shm == NULL) { /* else in a shared segment (pipe_shm_close) */
+                free(lk->sbuf[c]);
+                free(lk->rbuf[c]);
+            }
         }
         if (pp->tr)
             ipu_transport_cancel(pp->tr, lk->creq);

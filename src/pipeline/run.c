@@ -51,6 +51,8 @@ static ipu_status_t pipe_init(pipe_t *pp, MPI_Comm comm)
 static void pipe_free(pipe_t *pp)
 {
     pipe_free_links(pp);
+    pipe_shm_close(pp);
+    free(pp->host_ids);
     pipe_free_local(pp);
     free(pp->t_start);
     free(pp->t_end);

@@ -80,6 +80,12 @@ static ipu_status_t emit_link(pipe_t *pp, lstage_t *ls, int i, int *sent)
         if ((st = ipu_device_read(ls->dev, lk->value, lk->rbuf[c], lk->bytes)) != IPU_OK)
             return st;
         lk->ready[c] = 1;
+    } else if (lk->shm) { /* a rank of this host: straight into its slot */
+        if (seq >= pipe_shm_load(&lk->shm->consumed) + pp->C)
+            return IPU_OK;
+        if ((st = ipu_device_read(ls->dev, lk->value, lk->sbuf[c], lk->bytes)) != IPU_OK)
+            return st;
+        pipe_shm_store(&lk->shm->published, seq + 1);
     } else {
         if (seq >= lk->credits + pp->C)
             return IPU_OK;
@@ -219,9 +225,10 @@ static ipu_status_t step_stages(pipe_t *pp, int *events, int *busy)
 }
 
 /* Whether the loop must wake often while a stage computes: a local stage
- * has a link to or from another rank, or there are several local stages
- * (back_off waits on one of them only). Not so for a replica of a 1-stage
- * pipeline. */
+ * has a link to or from another rank through the transport, or there are
+ * several local stages (back_off waits on one of them only). Not so for a
+ * replica of a 1-stage pipeline, nor for links through shared memory (they
+ * need no progress). */
 static int wakes_often(const pipe_t *pp)
 {
     if (pp->n_ls > 1)
@@ -230,7 +237,7 @@ static int wakes_often(const pipe_t *pp)
         const lstage_t *ls = &pp->ls[i];
         for (int k = 0; k < ls->n_in + ls->n_out; k++) {
             const link_t *lk = &pp->links[k < ls->n_in ? ls->in_links[k] : ls->out_links[k - ls->n_in]];
-            if (lk->src_rank != pp->rank || lk->dst_rank != pp->rank)
+            if ((lk->src_rank != pp->rank || lk->dst_rank != pp->rank) && lk->shm == NULL)
                 return 1;
         }
     }
@@ -238,10 +245,10 @@ static int wakes_often(const pipe_t *pp)
 }
 
 /* Back off so the IPU workers get the cores: while a local stage (run)
- * computes, sleep until it finishes. With links to other ranks (or other
- * local stages) the loop wakes every 2 ms meanwhile (transfers in flight
- * keep moving, and nothing they bring is needed before the stage ends);
- * with one stage and no such link, only every 50 ms (pings answered well
+ * computes, sleep until it finishes. With links to other ranks through the
+ * transport (or other local stages) the loop wakes every 2 ms meanwhile
+ * (transfers in flight keep moving, and nothing they bring is needed before
+ * the stage ends); otherwise only every 50 ms (pings answered well
  * within IPU_FAULT_SUSPECT_S), since each wake-up takes the core from the worker.
  * Otherwise poll the network with a back-off of at most 256 us. */
 static void back_off(lstage_t *run, int often, long *idle_us)

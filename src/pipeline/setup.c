@@ -102,8 +102,6 @@ ipu_status_t pipe_build_local(pipe_t *pp, const int *node_stage, const ipu_bindi
             st = list_boundaries(pp, ls);
     }
     ipu_prepare_release_end(release);
-    if (st == IPU_OK) /* buffers of the links this rank sends or receives */
-        st = pipe_alloc_link_buffers(pp);
     return st;
 }
 
@@ -244,7 +242,7 @@ static ipu_status_t agree_costs(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const
         if (st == IPU_OK && pp->rank == 0)
             st = ipu_measure_nodes(g, *node_ms);
     }
-    int *host_ids = calloc((size_t)pp->world, sizeof(int));
+    int *host_ids = pp->host_ids = calloc((size_t)pp->world, sizeof(int));
     if (host_ids == NULL && st == IPU_OK)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     /* every rank reaches this: agree, with rank 0's measured costs; the
@@ -259,7 +257,6 @@ static ipu_status_t agree_costs(pipe_t *pp, ipu_graph_t *g, MPI_Comm comm, const
             hosts->local_rank += r < pp->rank;
             hosts->local_size++;
         }
-    free(host_ids);
     return st;
 }
 
@@ -337,16 +334,16 @@ ipu_status_t pipe_set_up(pipe_t *pp, ipu_graph_t *g, const ipu_partition_t *plan
 
 /* Ranks holding the same stage (replicas) must have made the same oneDNN
  * implementation for each of its nodes, else their outputs differ:
- * all[r * n + i] is rank r's hash of node i's (0: not its node, or no
+ * all[r * stride + i] is rank r's hash of node i's (0: not its node, or no
  * oneDNN primitive). The same verdict on every rank. */
-static ipu_status_t check_impls(const pipe_t *pp, const int *node_stage, const uint32_t *all)
+static ipu_status_t check_impls(const pipe_t *pp, const int *node_stage, const uint32_t *all, size_t stride)
 {
     int n = pp->g->n_nodes;
     for (int i = 0; i < n; i++)
         for (int r = 0; r < pp->world; r++) {
-            uint32_t a = all[(size_t)r * n + i];
+            uint32_t a = all[(size_t)r * stride + i];
             for (int q = r + 1; a && q < pp->world; q++) {
-                uint32_t b = all[(size_t)q * n + i];
+                uint32_t b = all[(size_t)q * stride + i];
                 if (b && b != a)
                     return ipu_error(IPU_ERR_UNSUPPORTED, "ranks %d and %d (both holding stage %d) made "
                                      "different oneDNN implementations for node '%s' (%s): their outputs "
@@ -361,18 +358,29 @@ static ipu_status_t check_impls(const pipe_t *pp, const int *node_stage, const u
 ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_status_t st, int *lost)
 {
     /* every rank reaches here: fail together before any transfer; with
-     * the implementations of this rank's nodes, compared between replicas */
-    size_t n = (size_t)pp->g->n_nodes;
-    uint32_t *mine = calloc(n + 1, sizeof(uint32_t));
-    uint32_t *all = calloc((size_t)pp->world * n + 1, sizeof(uint32_t));
+     * the implementations of this rank's nodes, compared between replicas,
+     * and the name of its shared segment for the links within its host */
+    size_t n = (size_t)pp->g->n_nodes, stride = n + PIPE_SHM_WORDS;
+    uint32_t *mine = calloc(stride, sizeof(uint32_t));
+    uint32_t *all = calloc((size_t)pp->world * stride, sizeof(uint32_t));
     if ((!mine || !all) && st == IPU_OK)
         st = ipu_error(IPU_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; mine && node_stage && i < n; i++)
         if (node_stage[i] >= 0 && pipe_stage_rank(pp, node_stage[i]) == pp->rank)
             mine[i] = ipu_dnn_node_impl(&pp->g->nodes[i]);
-    st = ipu_fault_gather(&pp->fault, comm, st, "the stages' set-up", 1, mine, mine && all ? n : 0, all, lost);
+    if (st == IPU_OK && pp->world > 1)
+        pipe_shm_create(pp);
+    if (mine)
+        pipe_shm_name(pp, mine + n);
+    st = ipu_fault_gather(&pp->fault, comm, st, "the stages' set-up", 1, mine, mine && all ? stride : 0, all,
+                          lost);
     if (st == IPU_OK)
-        st = check_impls(pp, node_stage, all);
+        st = check_impls(pp, node_stage, all, stride);
+    /* this rank's own failures from here on (attaching, buffers) wait for
+     * the start's agreement: the transport's set-up is collective */
+    ipu_status_t mine_st = st == IPU_OK ? pipe_shm_attach(pp, all, stride, n) : IPU_OK;
+    if (st == IPU_OK && mine_st == IPU_OK) /* buffers of the other links this rank sends or receives */
+        mine_st = pipe_alloc_link_buffers(pp);
     free(mine);
     free(all);
     if (st == IPU_OK) {
@@ -382,10 +390,13 @@ ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_st
         pp->fault.tr = pp->tr;
     }
     if (st == IPU_OK)
+        st = mine_st;
+    if (st == IPU_OK)
         st = pipe_post_links(pp);
     if (st == IPU_OK && pp->world > 1)
         st = ipu_fault_open_notices(&pp->fault, pp->tr);
     if (!*lost) /* and the start of the run, all together */
         st = ipu_fault_agree(&pp->fault, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, lost);
+    pipe_shm_unlink(pp); /* every rank attached (or the run ends) */
     return st;
 }
