@@ -6,25 +6,88 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* xorshift64*: reproducible synthetic data */
+/* xorshift64* (S. Vigna, "An experimental exploration of Marsaglia's
+ * xorshift generators, scrambled", ACM TOMS 42(4), 2016): reproducible
+ * synthetic data. step() is the state's transition, rnd() one output. */
+static uint64_t step(uint64_t s)
+{
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s;
+}
+
 static uint64_t rnd(uint64_t *s)
 {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
+    *s = step(*s);
     return *s * 2685821657736338717ull;
+}
+
+/* The transition is linear over GF(2) (G. Marsaglia, "Xorshift RNGs", J.
+ * Stat. Softw. 8(14), 2003), so the state k steps ahead is T^k s: jump()
+ * applies the powers T^(2^b) of k's set bits, each kept as its 64 columns
+ * (T^(2^b) of each unit vector) in pow2[b], made once. */
+enum { JUMP_BITS = 63 };
+static uint64_t pow2[JUMP_BITS][64];
+static pthread_once_t pow2_once = PTHREAD_ONCE_INIT;
+
+static uint64_t mat_vec(const uint64_t *cols, uint64_t v)
+{
+    uint64_t r = 0;
+    for (int j = 0; v; j++, v >>= 1)
+        if (v & 1)
+            r ^= cols[j];
+    return r;
+}
+
+static void make_pow2(void)
+{
+    for (int j = 0; j < 64; j++)
+        pow2[0][j] = step(UINT64_C(1) << j);
+    for (int b = 1; b < JUMP_BITS; b++)
+        for (int j = 0; j < 64; j++)
+            pow2[b][j] = mat_vec(pow2[b - 1], pow2[b - 1][j]);
+}
+
+static uint64_t jump(uint64_t s, uint64_t k)
+{
+    pthread_once(&pow2_once, make_pow2);
+    for (int b = 0; k; b++, k >>= 1)
+        if (k & 1)
+            s = mat_vec(pow2[b], s);
+    return s;
 }
 
 /* A float in [-1, 1) from r's top 53 bits. */
 static double uniform(uint64_t r)
 {
     return (double)(r >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+/* f[0..n) = the next n values of the stream at *s, as floats in [-1, 1);
+ * *s advanced past them. The same values as one rnd() after another, made
+ * in STREAMS interleaved runs that start where jump() puts them: the serial
+ * chain of shifts was a pipeline's first stage's main cost between its
+ * runs. */
+enum { STREAMS = 4 };
+static void fill_uniform(float *f, int64_t n, uint64_t *s)
+{
+    int64_t len = (n + STREAMS - 1) / STREAMS;
+    uint64_t st[STREAMS];
+    for (int j = 0; j < STREAMS; j++)
+        st[j] = jump(*s, (uint64_t)(j * len));
+    for (int64_t i = 0; i < len; i++)
+        for (int j = 0; j < STREAMS; j++)
+            if (j * len + i < n)
+                f[j * len + i] = (float)uniform(rnd(&st[j]));
+    *s = jump(*s, (uint64_t)n);
 }
 
 /* Bound for integer input v: the gathered dimension if v indexes a Gather. */
@@ -80,11 +143,8 @@ ipu_status_t cli_synth_inputs(const ipu_graph_t *g, unsigned seed, int batch, ip
         if ((st = ipu_tensor_alloc(t)) != IPU_OK)
             return st;
         int64_t n = ipu_tensor_numel(t), bound = int_bound(g, g->inputs[k]);
-        if (t->dtype == IPU_DTYPE_FLOAT) { /* the values below, without a call per element:
-                                           * a pipeline's first stage makes them between runs */
-            float *f = t->data;
-            for (int64_t i = 0; i < n; i++)
-                f[i] = (float)uniform(rnd(&s));
+        if (t->dtype == IPU_DTYPE_FLOAT) {
+            fill_uniform(t->data, n, &s);
             continue;
         }
         for (int64_t i = 0; i < n; i++) {

@@ -4,7 +4,8 @@
 # matching by name (file and TensorProto), two files for one input and extra
 # files (warned), Fortran-order .npy, .npy of every dtype read and written,
 # test_data_set_M per micro-batch (sets of other shapes an error),
-# --save-inputs and --output-dir (pb and npy) replayed, bad inputs, memory capacity, mpirun -np 1;
+# --save-inputs and --output-dir (pb and npy) replayed, synthetic inputs
+# against the generator computed in Python, bad inputs, memory capacity, mpirun -np 1;
 # --check's default inputs (test_data_set_0/ next to the model), --micro-batch
 # on a fixed batch dimension, the note on an annotated model run on one rank;
 # info's CPU and oneDNN ISA (at least AVX2 where the CPU has it); a weight
@@ -135,6 +136,39 @@ for m in range(2):
     assert np.allclose(y, pb(f"{src}/test_data_set_{m}/output_0.pb"), rtol=1e-4, atol=1e-5), m
 PY
 expect 0 "replay of the .npy record" "^check: 2 outputs of 2 micro-batches ok" -- "$EXE" "$S/model.onnx" --inputs "$W/npyrec" --check --batches 2
+# synthetic inputs: the documented generator (xorshift64*, seed N + M for
+# micro-batch M), computed one value after another here, for every dtype
+# (the float32 input of 6 values leaves one of the generator's 4 streams
+# empty; the mlp's of 7992 makes long ones)
+expect 0 "synthetic inputs of every dtype saved" "latency" -- "$EXE" "$D/model.onnx" --batches 2 --seed 7 --save-inputs "$W/syn" --format npy
+expect 0 "synthetic inputs of 7992 floats saved" "latency" -- "$EXE" "$M/model.onnx" --batches 2 --seed 7 --micro-batch 999 --save-inputs "$W/synm" --format npy
+"$PYTHON_REF" - "$W/syn" "$W/synm" <<'PY' && ok "synthetic inputs are xorshift64*'s values" || fail "synthetic inputs differ from xorshift64*"
+import sys, glob, numpy as np
+M64 = (1 << 64) - 1
+def stream(seed):
+    s = 0x9E3779B97F4A7C15 ^ seed
+    while True:
+        s ^= s >> 12; s ^= (s << 25) & M64; s ^= s >> 27
+        yield (s * 2685821657736338717) & M64
+for d in sys.argv[1:]:
+    for m in range(2):
+        gen = stream(7 + m)
+        files = sorted(glob.glob(f"{d}/test_data_set_{m}/input_*.npy"), key=lambda p: int(p.rsplit("_", 1)[1][:-4]))
+        assert files
+        for f in files:
+            x = np.load(f)
+            r = np.array([next(gen) for _ in range(x.size)], dtype=object)
+            u = np.array([(v >> 11) / 9007199254740992.0 * 2 - 1 for v in r], np.float64).reshape(x.shape)
+            if x.dtype == np.bool_:
+                want = np.array([v >> 63 for v in r], np.bool_).reshape(x.shape)
+            elif np.issubdtype(x.dtype, np.integer):
+                want = np.array([(v >> 1) % 10 for v in r], x.dtype).reshape(x.shape)
+            elif x.dtype == np.float16:
+                assert np.allclose(x, u, rtol=0, atol=1e-3), f; continue
+            else:
+                want = u.astype(x.dtype)
+            assert np.array_equal(x, want), (f, x.ravel()[:4], want.ravel()[:4])
+PY
 expect 0 "profile" "profile: MatMul" -- "$EXE" "$M/model.onnx" --profile --batches 2
 grep -q "^profile: node  *op  *ms/run  *share" "$W/out" && grep -Eq "^profile: [^ ]+ +MatMul +[0-9.]+ +[0-9.]+%" "$W/out" &&
     ok "profile lists the nodes" || fail "profile without nodes: $(cat "$W/out")"
