@@ -8,7 +8,6 @@
 #include "pipeline/fault.h"
 #include "exec/binding.h"
 #include "pipeline/pipeline.h"
-#include "transport/shmseg.h"
 
 #include <stdint.h>
 
@@ -63,7 +62,8 @@ static inline void pipe_shm_store(int64_t *v, int64_t x)
 
 /* This rank's shared segments for the links of its host (links_shm.c). */
 typedef struct pipe_shm {
-    char name[IPU_SHMSEG_NAME_MAX]; /* its own segment's name until unlinked, else "" */
+    int fd;                         /* its own segment's descriptor (+1; 0: none, or closed) */
+    uint64_t nonce;                 /* in its own segment's header, and gathered with its pid and fd */
     void *base;                     /* its own: the slots of the links it sends */
     size_t bytes;
     struct pipe_shm_map {
@@ -162,18 +162,20 @@ void pipe_free_links(pipe_t *pp);
  * (unless the sending rank has IPU_EXEC_SHM_LINKS=0).
  * pipe_shm_create: this rank's segment for the links it sends to ranks of
  * its host; when it cannot be made, a warning, and they go through the
- * transport. pipe_shm_name: its name in PIPE_SHM_WORDS values for the
- * set-up's gather (all zero: none). pipe_shm_attach, from every rank's
- * name (rank r's at all[r * stride + at]): the segments of the senders of
- * this rank's links, and each link's control lines (lk->shm). Errors:
- * IPU_ERR_NO_MEMORY (a segment could not be attached). pipe_shm_unlink:
- * once every rank has attached (the start of the run's agreement).
+ * transport. pipe_shm_id: its pid, descriptor and nonce in PIPE_SHM_WORDS
+ * values for the set-up's gather (all zero: none). pipe_shm_agree, from
+ * every rank's (rank r's at all[r * stride + at]), when there is any:
+ * attach the segments of the senders of this rank's links and give those
+ * links their control lines (lk->shm); agree (collective over comm, an
+ * agreement of fault.h) that every rank could, else every link goes
+ * through the transport (the rank that could not warns why); then close
+ * this rank's descriptor. Errors: those of the agreement (*lost).
  * pipe_shm_close: unmap (the links' buffers there go with it). */
-enum { PIPE_SHM_WORDS = IPU_SHMSEG_NAME_MAX / 4 };
+enum { PIPE_SHM_WORDS = 4 };
 void pipe_shm_create(pipe_t *pp);
-void pipe_shm_name(const pipe_t *pp, uint32_t *v);
-ipu_status_t pipe_shm_attach(pipe_t *pp, const uint32_t *all, size_t stride, size_t at);
-void pipe_shm_unlink(pipe_t *pp);
+void pipe_shm_id(const pipe_t *pp, uint32_t *v);
+ipu_status_t pipe_shm_agree(pipe_t *pp, MPI_Comm comm, const uint32_t *all, size_t stride, size_t at,
+                            int *lost);
 void pipe_shm_close(pipe_t *pp);
 
 /* setup.c: the set-up steps of ipu_pipeline_run, in order; each takes the

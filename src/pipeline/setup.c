@@ -359,7 +359,7 @@ ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_st
 {
     /* every rank reaches here: fail together before any transfer; with
      * the implementations of this rank's nodes, compared between replicas,
-     * and the name of its shared segment for the links within its host */
+     * and where its segment for the links to the ranks of its host is */
     size_t n = (size_t)pp->g->n_nodes, stride = n + PIPE_SHM_WORDS;
     uint32_t *mine = calloc(stride, sizeof(uint32_t));
     uint32_t *all = calloc((size_t)pp->world * stride, sizeof(uint32_t));
@@ -371,18 +371,18 @@ ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_st
     if (st == IPU_OK && pp->world > 1)
         pipe_shm_create(pp);
     if (mine)
-        pipe_shm_name(pp, mine + n);
+        pipe_shm_id(pp, mine + n);
     st = ipu_fault_gather(&pp->fault, comm, st, "the stages' set-up", 1, mine, mine && all ? stride : 0, all,
                           lost);
     if (st == IPU_OK)
         st = check_impls(pp, node_stage, all, stride);
-    /* this rank's own failures from here on (attaching, buffers) wait for
-     * the start's agreement: the transport's set-up is collective */
-    ipu_status_t mine_st = st == IPU_OK ? pipe_shm_attach(pp, all, stride, n) : IPU_OK;
-    if (st == IPU_OK && mine_st == IPU_OK) /* buffers of the other links this rank sends or receives */
-        mine_st = pipe_alloc_link_buffers(pp);
+    if (st == IPU_OK)
+        st = pipe_shm_agree(pp, comm, all, stride, n, lost);
     free(mine);
     free(all);
+    /* this rank's own failure here waits for the start's agreement: the
+     * transport's set-up is collective */
+    ipu_status_t mine_st = st == IPU_OK ? pipe_alloc_link_buffers(pp) : IPU_OK; /* the other links' */
     if (st == IPU_OK) {
         ipu_watchdog_arm(pp->T, pp->rank, "the transport's set-up (its MPI bootstrap)");
         st = ipu_transport_open(comm, &pp->p->transport, &pp->tr);
@@ -397,6 +397,5 @@ ipu_status_t pipe_start(pipe_t *pp, MPI_Comm comm, const int *node_stage, ipu_st
         st = ipu_fault_open_notices(&pp->fault, pp->tr);
     if (!*lost) /* and the start of the run, all together */
         st = ipu_fault_agree(&pp->fault, comm, st, "the start of the run", 1, 0, NULL, 0, NULL, lost);
-    pipe_shm_unlink(pp); /* every rank attached (or the run ends) */
     return st;
 }
