@@ -72,6 +72,7 @@ static size_t layout(const pipe_t *pp, int src_rank)
     return at > sizeof(seg_head_t) ? round_up(at, 4096) : 0;
 }
 
+/* A random 64-bit value (the time and pid where getrandom has none). */
 static uint64_t make_nonce(void)
 {
     uint64_t x = 0;
@@ -80,7 +81,7 @@ static uint64_t make_nonce(void)
         clock_gettime(CLOCK_REALTIME, &t);
         x = ((uint64_t)getpid() << 32) ^ (uint64_t)t.tv_sec * 1000000000u ^ (uint64_t)t.tv_nsec;
     }
-    return x | 1; /* never 0: 0 is "no segment" */
+    return x;
 }
 
 void pipe_shm_create(pipe_t *pp)
@@ -150,7 +151,8 @@ static void place(pipe_t *pp, link_t *lk, uint8_t *base, size_t off)
 }
 
 /* Attach the segments of the senders of this rank's links and place those
- * links; on an error, the message names the sender (nothing placed). */
+ * links; on an error, the message names the sender, and the links placed
+ * so far stay so (pipe_shm_agree takes them back). */
 static ipu_status_t attach_all(pipe_t *pp, const uint32_t *all, size_t stride, size_t at)
 {
     size_t *at_rank = calloc((size_t)pp->world, sizeof(size_t)); /* per sender: next area's offset */

@@ -79,7 +79,7 @@ ipu_status_t ipu_shmseg_create_anon(const char *label, size_t bytes, int *fd, vo
     if (f < 0)
         return ipu_error(IPU_ERR_NO_MEMORY, "memfd_create(%s): %s", label, strerror(errno));
     ipu_status_t st = reserve(f, bytes, label);
-    int keep = st == IPU_OK ? dup(f) : -1; /* map_fd closes the one it maps */
+    int keep = st == IPU_OK ? fcntl(f, F_DUPFD_CLOEXEC, 0) : -1; /* map_fd closes the one it maps */
     if (st == IPU_OK && keep < 0)
         st = ipu_error(IPU_ERR_NO_MEMORY, "dup of the segment %s: %s", label, strerror(errno));
     if (st != IPU_OK) {
